@@ -1,0 +1,57 @@
+"""The audit trail: every dry run, snapshot, write, validation, commit, abort, restore, undo,
+approval, refusal and lock event, append-only (DESIGN section 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlmodel import col, select
+
+from storage.repos.base import Repository, fresh
+from storage.tables import AuditRow
+
+
+class AuditRepository(Repository):
+    def append(self, record: AuditRow) -> AuditRow:
+        return self.append_many([record])[0]
+
+    def append_many(self, records: Sequence[AuditRow]) -> list[AuditRow]:
+        rows = [fresh(r) for r in records]
+        with self._db.write() as s:
+            s.add_all(rows)
+        return rows
+
+    def query(
+        self,
+        *,
+        incident_id: str | None = None,
+        transaction_id: str | None = None,
+        verb: str | Sequence[str] | None = None,
+        actor: str | None = None,
+        scope: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[AuditRow]:
+        """Matching records in the order they were written (`since` inclusive, `until`
+        exclusive)."""
+        query = select(AuditRow)
+        if incident_id is not None:
+            query = query.where(col(AuditRow.incident_id) == incident_id)
+        if transaction_id is not None:
+            query = query.where(col(AuditRow.transaction_id) == transaction_id)
+        if verb is not None:
+            verbs = (verb,) if isinstance(verb, str) else tuple(verb)
+            query = query.where(col(AuditRow.verb).in_(verbs))
+        if actor is not None:
+            query = query.where(col(AuditRow.actor) == actor)
+        if scope is not None:
+            query = query.where(col(AuditRow.scope) == scope)
+        if since is not None:
+            query = query.where(col(AuditRow.at) >= since)
+        if until is not None:
+            query = query.where(col(AuditRow.at) < until)
+        query = query.order_by(col(AuditRow.at), col(AuditRow.id)).limit(limit)
+        with self._db.read() as s:
+            return list(s.exec(query))

@@ -1,0 +1,77 @@
+"""The change journal: who changed which watched object, when, and how (DESIGN section 5).
+
+"What changed just before it broke" is a window query on a scope; "the last known-good
+values" is the newest recorded state of an object before an instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlmodel import col, select
+
+from storage.repos.base import Repository, fresh
+from storage.tables import JournalEntryRow
+
+DELETED = "DELETED"
+
+
+class JournalRepository(Repository):
+    def append(self, entry: JournalEntryRow) -> JournalEntryRow:
+        return self.append_many([entry])[0]
+
+    def append_many(self, entries: Sequence[JournalEntryRow]) -> list[JournalEntryRow]:
+        rows = [fresh(e) for e in entries]
+        with self._db.write() as s:
+            s.add_all(rows)
+        return rows
+
+    def query(
+        self,
+        cluster: str,
+        namespace: str,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kind: str | None = None,
+        name: str | None = None,
+        limit: int = 500,
+    ) -> list[JournalEntryRow]:
+        """Changes in a scope, oldest first (`since` inclusive, `until` exclusive)."""
+        query = (
+            select(JournalEntryRow)
+            .where(col(JournalEntryRow.cluster) == cluster)
+            .where(col(JournalEntryRow.namespace) == namespace)
+        )
+        if kind is not None:
+            query = query.where(col(JournalEntryRow.kind) == kind)
+        if name is not None:
+            query = query.where(col(JournalEntryRow.name) == name)
+        if since is not None:
+            query = query.where(col(JournalEntryRow.at) >= since)
+        if until is not None:
+            query = query.where(col(JournalEntryRow.at) < until)
+        query = query.order_by(col(JournalEntryRow.at), col(JournalEntryRow.id)).limit(limit)
+        with self._db.read() as s:
+            return list(s.exec(query))
+
+    def last_known_good(
+        self, cluster: str, namespace: str, kind: str, name: str, *, before: datetime
+    ) -> JournalEntryRow | None:
+        """The newest recorded state of the object strictly before `before` (a deletion has
+        no state, so the state before it counts), or None when the journal has none."""
+        query = (
+            select(JournalEntryRow)
+            .where(col(JournalEntryRow.cluster) == cluster)
+            .where(col(JournalEntryRow.namespace) == namespace)
+            .where(col(JournalEntryRow.kind) == kind)
+            .where(col(JournalEntryRow.name) == name)
+            .where(col(JournalEntryRow.at) < before)
+            .where(col(JournalEntryRow.change_type) != DELETED)
+            .where(col(JournalEntryRow.object).is_not(None))
+            .order_by(col(JournalEntryRow.at).desc(), col(JournalEntryRow.id).desc())
+            .limit(1)
+        )
+        with self._db.read() as s:
+            return s.exec(query).first()
