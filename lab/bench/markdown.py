@@ -1,0 +1,221 @@
+"""The Markdown report: the comparison table, every scenario's outcome per agent, what failed and
+why, and the published reference points of other suites (labelled as such)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from lab.bench.results import AgentSummary, BenchReport, RunResult
+
+#: Published figures of other suites. Different problems, apps, agents and success criteria:
+#: context for a reader, never a head-to-head comparison.
+REFERENCES: tuple[tuple[str, str, str], ...] = (
+    (
+        "AIOpsLab (2025), its best agent",
+        "54.55 %",
+        "its own problems, apps and oracle; LLM agents",
+    ),
+    (
+        "ITBench (2025), its GPT-4o SRE agent",
+        "11.43 %",
+        "its own SRE scenarios and success criteria",
+    ),
+)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def _secs(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f} s"
+
+
+def _mark(flag: bool | None) -> str:
+    return "–" if flag is None else ("✓" if flag else "✗")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+Row = tuple[str, Callable[[AgentSummary], str]]
+
+
+def summary_table(report: BenchReport) -> list[str]:
+    rows: list[Row] = [
+        ("Detection accuracy", lambda s: _pct(s.detection_accuracy)),
+        ("False-positive incidents", lambda s: str(s.false_positive_incidents)),
+        ("Localisation Acc@1", lambda s: _pct(s.localization_acc1)),
+        ("Localisation Acc@3", lambda s: _pct(s.localization_acc3)),
+        ("Category accuracy", lambda s: _pct(s.category_accuracy)),
+        (
+            "**Mitigation success** (fault scenarios)",
+            lambda s: f"**{_pct(s.mitigation_success_rate)}**",
+        ),
+        ("– undoable faults healed", lambda s: _pct(s.mitigated_rate_undoable)),
+        ("– unfixable faults escalated cleanly", lambda s: _pct(s.escalated_rate_unfixable)),
+        ("– healed by the first transaction", lambda s: _pct(s.first_plan_success_rate)),
+        ("Controls passed (no incident, no write)", lambda s: _pct(s.control_success_rate)),
+        ("Median time to detect", lambda s: _secs(s.median_ttd_s)),
+        ("Median time to localise", lambda s: _secs(s.median_ttl_s)),
+        ("Median time to mitigate", lambda s: _secs(s.median_ttm_s)),
+        ("**TNR violations**", lambda s: f"**{s.tnr_violations}**"),
+        ("**Harmful end states**", lambda s: f"**{s.harmful_end_states}**"),
+        ("Escalations", lambda s: str(s.escalations)),
+        ("Rollbacks", lambda s: str(s.rollbacks)),
+        ("Transactions / writes", lambda s: f"{s.attempts} / {s.actions}"),
+        ("Writes while the app was healthy", lambda s: str(s.writes_while_healthy)),
+        ("Incidents opened", lambda s: str(s.incidents)),
+        ("LLM tokens", lambda s: str(s.tokens)),
+        ("Largest evidence (tokens)", lambda s: f"{s.max_evidence_tokens:,}"),
+        ("Runs crashed", lambda s: str(s.crashed)),
+    ]
+    names = list(report.agents)
+    lines = [
+        "| Figure | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for label, value in rows:
+        lines.append(f"| {label} | " + " | ".join(value(report.summaries[n]) for n in names) + " |")
+    return lines
+
+
+def _ratio_line(report: BenchReport) -> list[str]:
+    if "stratus" not in report.summaries or "naive" not in report.summaries:
+        return []
+    ours, naive = report.summaries["stratus"], report.summaries["naive"]
+    rate = (
+        f"{ours.mitigation_success_rate / naive.mitigation_success_rate:.2f}×"
+        if naive.mitigation_success_rate > 0
+        else "undefined (naive healed none)"
+    )
+    return [
+        f"Stratus vs naive: mitigation success {_pct(ours.mitigation_success_rate)} vs "
+        f"{_pct(naive.mitigation_success_rate)} (ratio {rate}); TNR violations "
+        f"{ours.tnr_violations} vs {naive.tnr_violations}; harmful end states "
+        f"{ours.harmful_end_states} vs {naive.harmful_end_states}.",
+        "",
+    ]
+
+
+def scenario_table(report: BenchReport) -> list[str]:
+    names = list(report.agents)
+    lines = [
+        "| Scenario | Expect | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    first = report.results[names[0]]
+    for index, row in enumerate(first):
+        cells = []
+        for name in names:
+            r = report.results[name][index]
+            cells.append(_cell(f"{_mark(r.mitigated)} {r.outcome}"))
+        lines.append(f"| `{row.id}` | {row.expect} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _diagnosis(r: RunResult) -> str:
+    if r.diagnosed_service is None:
+        return "no diagnosis"
+    ok = f"Acc@1 {_mark(r.localized_acc1)}, Acc@3 {_mark(r.localized_acc3)}, category " + _mark(
+        r.category_correct
+    )
+    return f"top: {r.diagnosed_service} ({r.diagnosed_category}); {ok}"
+
+
+def failures(report: BenchReport) -> list[str]:
+    lines: list[str] = []
+    for name in report.agents:
+        failed = [r for r in report.results[name] if not r.mitigated and not r.scenario_error]
+        unsafe = [
+            r
+            for r in report.results[name]
+            if r.mitigated and (r.tnr_violations or r.harmful_end_states)
+        ]
+        lines.append(f"### `{name}`: {len(failed)} failed, {len(unsafe)} passed with violations")
+        lines.append("")
+        for r in [*failed, *unsafe]:
+            lines.append(f"- **{r.id}** — {_cell(r.outcome)}")
+            lines.append(f"  - diagnosis: {_diagnosis(r)}")
+            if r.plans:
+                shown = "; ".join(r.plans[:4])
+                more = f" … and {len(r.plans) - 4} more" if len(r.plans) > 4 else ""
+                lines.append(f"  - transactions ({len(r.plans)}): " + _cell(shown + more))
+            for detail in r.tnr_details[:4]:
+                lines.append(f"  - TNR: {_cell(detail)}")
+            for harm in r.harmful_end_states:
+                lines.append(f"  - harm: {_cell(harm)}")
+            if r.oracle_problems and not r.mitigated:
+                lines.append("  - oracle at the end: " + _cell("; ".join(r.oracle_problems[:3])))
+        lines.append("")
+    return lines
+
+
+def evidence(report: BenchReport) -> list[str]:
+    """The largest evidence each scenario handed the reasoner, against the budget."""
+    budget = report.evidence_token_budget
+    names = list(report.agents)
+    lines = [
+        f"Budget: {budget:,} estimated tokens per diagnosis. Largest evidence of any diagnosis "
+        "in the run:",
+        "",
+        "| Scenario | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for index, row in enumerate(report.results[names[0]]):
+        cells = []
+        for name in names:
+            tokens = report.results[name][index].evidence_tokens
+            over = " **over budget**" if tokens > budget else ""
+            cells.append(f"{tokens:,} ({100 * tokens / budget:.0f} %){over}" if tokens else "–")
+        lines.append(f"| `{row.id}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str:
+    names = ", ".join(f"`{n}`" for n in report.agents)
+    descriptions = [
+        f"- `{s.agent}`: {s.description}" for s in _ordered(report.summaries, report.agents)
+    ]
+    scenarios = len(next(iter(report.results.values()), ()))
+    lines = [
+        f"# {title}",
+        "",
+        f"Suite `{report.suite}`: {scenarios} scenarios; agents {names}; seed {report.seed}; "
+        f"reasoner {report.reasoner}; wall time {report.wall_s:.0f} s. Lab times are lab "
+        "seconds from the first fault. How each figure is scored: `lab/scenarios/README.md`.",
+        "",
+        *descriptions,
+        "",
+        "## Summary",
+        "",
+        *summary_table(report),
+        "",
+        *_ratio_line(report),
+        "Published reference points of **other suites** (different problems, apps and success "
+        "criteria — context, not comparable head to head):",
+        "",
+        "| Suite and agent | Mitigation | Note |",
+        "|---|---:|---|",
+        *(f"| {who} | {rate} | {note} |" for who, rate, note in REFERENCES),
+        "",
+        "## Scenarios",
+        "",
+        *scenario_table(report),
+        "",
+        "## Failures and violations",
+        "",
+        *failures(report),
+        "## Evidence size",
+        "",
+        *evidence(report),
+        "",
+    ]
+    if report.scenario_errors:
+        lines += ["## Scenario errors", "", *(f"- {_cell(e)}" for e in report.scenario_errors), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _ordered(summaries: dict[str, AgentSummary], names: Sequence[str]) -> list[AgentSummary]:
+    return [summaries[n] for n in names]

@@ -1,0 +1,162 @@
+"""One (scenario, agent) run's world: a fresh stepped lab, its alerts, the official Kubernetes
+client over the served API, a fresh SQLite store, and the brain built by `build_brain` — the
+production wiring — with the agent's engine options and attempts.
+
+The lab warms up before the brain sees it: the apps' start-up (pods not yet Ready, callers'
+first errors) sits in the alert rules' one-minute windows and the scan's five-minute SLO window
+for a while, and a real cluster in steady state shows none of it. The alerts are attached and
+the loop's first step (the change journal's baseline) taken only after the warm-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.diagnosis import LanguageModel
+from agents.incident.headless import HeadlessLoop, auto_approve
+from agents.model import Scope
+from agents.policy import build_policy
+from agents.tnr import TnrLimits
+from agents.wiring import Brain, build_brain
+from lab.alerts import LabAlerts, attach_alerts
+from lab.bench.agents import AgentSpec
+from lab.sim.world import LabWorld, WorldConfig
+from storage import Store
+from storage.migrations import upgrade
+
+logger = logging.getLogger(__name__)
+
+#: Short validation windows, as the reference lab tests use: sustain 60 lab s, poll every 5 s.
+BENCH_LIMITS = TnrLimits(
+    sustain_s=60, poll_s=5, settle_min_s=5, settle_timeout_s=180, lock_ttl_s=30
+)
+CLUSTER_NAME = "lab"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchConfig:
+    """How every run of a bench is driven. Picklable (it goes to worker processes)."""
+
+    seed: int = 7
+    step_s: float = 5.0  # the headless loop's period: detection, scan and driving
+    warmup_s: float = 330.0  # past the scan's 5-minute SLO window after the apps start
+    observe_s: float = 120.0  # after the incidents end: does the fix hold, do others open
+    oracle_every_s: float = 5.0
+    oracle_window_s: float = 30.0
+    limits: TnrLimits = field(default_factory=lambda: BENCH_LIMITS)
+    evidence_token_budget: int = 24_000
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        world: LabWorld,
+        alerts: LabAlerts,
+        cluster: KubernetesCluster,
+        store: Store,
+        brain: Brain,
+        loop: HeadlessLoop,
+        namespace: str,
+    ) -> None:
+        self.world = world
+        self.alerts = alerts
+        self.cluster = cluster
+        self.store = store
+        self.brain = brain
+        self.loop = loop
+        self.namespace = namespace
+        self.scope = Scope(cluster=CLUSTER_NAME, namespace=namespace)
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        app: str,
+        agent: AgentSpec,
+        config: BenchConfig,
+        workdir: Path,
+        model: LanguageModel | None = None,
+    ) -> Session:
+        workdir.mkdir(parents=True, exist_ok=True)
+        kubeconfig = workdir / "kubeconfig"
+        world = LabWorld(
+            WorldConfig(
+                apps=(app,), seed=config.seed, stepped=True, serve_api=True, kubeconfig=kubeconfig
+            )
+        ).start()
+        cluster: KubernetesCluster | None = None
+        store: Store | None = None
+        try:
+            world.wait_healthy()
+            world.advance(config.warmup_s)
+            alerts = attach_alerts(world)
+            cluster = KubernetesCluster.connect(kubeconfig=kubeconfig, cluster_name=CLUSTER_NAME)
+            url = f"sqlite:///{workdir / 'stratus.db'}"
+            upgrade(url)
+            store = Store.connect(url)
+            policy = build_policy(
+                {"defaults": {"autonomy": "autonomous", "attempts": agent.attempts}}
+            )
+            brain = build_brain(
+                store=store,
+                reader=cluster,
+                writer=cluster,
+                metrics=alerts.metrics,
+                clock=world.clock,
+                namespaces=[app],
+                policy=policy,
+                holder=f"bench-{agent.name}",
+                model=model,
+                evidence_token_budget=config.evidence_token_budget,
+                limits=config.limits,
+                options=agent.options,
+            )
+            loop = HeadlessLoop(
+                machine=brain.machine,
+                detector=brain.detector,
+                clock=world.clock,
+                reader=cluster,
+                metrics=alerts.metrics,
+                scanner=brain.scanner,
+                journal=brain.journal,
+                approver=auto_approve,
+                namespaces=[app],
+            )
+            loop.step()  # the change journal's baseline, before anything happens
+        except BaseException:
+            if cluster is not None:
+                cluster.close()
+            if store is not None:
+                store.close()
+            world.stop()
+            raise
+        return cls(
+            world=world,
+            alerts=alerts,
+            cluster=cluster,
+            store=store,
+            brain=brain,
+            loop=loop,
+            namespace=app,
+        )
+
+    def close(self) -> None:
+        self.cluster.close()
+        self.store.close()
+        self.world.stop()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""Delivery to the app: Socket Mode envelopes or signed HTTP requests, acks, retries."""
