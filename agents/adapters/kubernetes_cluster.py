@@ -1,0 +1,410 @@
+"""`KubernetesCluster`: the cluster ports (`ClusterReader`, `ClusterWriter`, `ChangeWatcher`)
+over the official `kubernetes` client.
+
+It speaks JSON through the client's `ApiClient` (authentication, TLS, kubeconfig and
+in-cluster config all come from the SDK) instead of the generated per-kind models: the engine
+snapshots and restores objects of several kinds verbatim, and a generated model silently drops
+fields it does not know and refuses servers that omit fields it requires. SDK and transport
+errors become the `agents.errors` tree here and nowhere else.
+
+Secrets are never read: the reader refuses the kind outright.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from agents import kubeparse
+from agents.adapters.kinds import kind_info
+from agents.errors import (
+    ClusterError,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    TransientError,
+)
+from agents.model import (
+    ConfigMapInfo,
+    EventRecord,
+    JsonObject,
+    KubeObject,
+    NodeInfo,
+    ObjectRef,
+    PodState,
+    QuotaInfo,
+    RevisionInfo,
+    ServiceInfo,
+    WorkloadState,
+)
+
+logger = logging.getLogger(__name__)
+
+_JSON = "application/json"
+_NEVER_READ = frozenset({"Secret"})
+
+
+def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
+    message = reason
+    retry_after = 1.0
+    try:
+        parsed = json.loads(body) if body else {}
+        if isinstance(parsed, dict) and parsed.get("message"):
+            message = str(parsed["message"])
+        details = parsed.get("details") if isinstance(parsed, dict) else None
+        if isinstance(details, dict) and details.get("retryAfterSeconds"):
+            retry_after = float(details["retryAfterSeconds"])
+    except ValueError:
+        message = body[:200] or reason
+    text = f"{what}: {message}"
+    if status == 404:
+        return NotFound(text)
+    if status == 409:
+        return Conflict(text)
+    if status in (401, 403):
+        return Forbidden(text)
+    if status in (400, 422):
+        return Invalid(text)
+    if status == 429 or status >= 500:
+        return TransientError(text, retry_after_s=retry_after)
+    return ClusterError(f"{text} (HTTP {status})")
+
+
+class KubernetesCluster:
+    """One cluster, reached through the official client."""
+
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        cluster_name: str,
+        request_timeout_s: float = 15.0,
+    ) -> None:
+        self._api = api_client
+        self._name = cluster_name
+        self._timeout = request_timeout_s
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        kubeconfig: Path | None,
+        context: str | None = None,
+        cluster_name: str,
+        request_timeout_s: float = 15.0,
+    ) -> KubernetesCluster:
+        """From a kubeconfig file, or the in-cluster service account when `kubeconfig` is None."""
+        configuration = k8s.Configuration()
+        try:
+            if kubeconfig is not None:
+                k8s_config.load_kube_config(
+                    config_file=str(kubeconfig),
+                    context=context,
+                    client_configuration=configuration,
+                )
+            else:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+        except (k8s_config.ConfigException, OSError) as e:
+            where = str(kubeconfig) if kubeconfig else "in-cluster service account"
+            raise ClusterError(f"cannot load Kubernetes configuration from {where}: {e}") from e
+        return cls(
+            k8s.ApiClient(configuration),
+            cluster_name=cluster_name,
+            request_timeout_s=request_timeout_s,
+        )
+
+    def close(self) -> None:
+        self._api.close()
+
+    @property
+    def cluster_name(self) -> str:
+        return self._name
+
+    # ------------------------------------------------------------------------- transport
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = _JSON,
+        accept: str = _JSON,
+        what: str,
+    ) -> bytes:
+        params = [(k, v) for k, v in (query or {}).items() if v is not None and v != ""]
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            m, url, hdrs, payload, _ = self._api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(
+                m, url, header_params=hdrs, body=payload, _request_timeout=self._timeout
+            )
+            data: bytes = response.read() or b""
+        except ApiException as e:
+            raise _translate(int(e.status or 0), str(e.reason), str(e.body or ""), what) from e
+        except urllib3.exceptions.HTTPError as e:
+            raise TransientError(f"{what}: {e}") from e
+        if not 200 <= response.status <= 299:
+            raise _translate(
+                response.status, str(response.reason), data.decode(errors="replace"), what
+            )
+        return data
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> JsonObject:
+        data = self._call(method, path, **kwargs)
+        try:
+            parsed = json.loads(data) if data else {}
+        except ValueError as e:
+            raise ClusterError(f"{kwargs.get('what')}: the server sent malformed JSON") from e
+        return parsed if isinstance(parsed, dict) else {}
+
+    # ---------------------------------------------------------------------------- reads
+
+    def get(self, ref: ObjectRef) -> KubeObject:
+        if ref.kind in _NEVER_READ:
+            raise Forbidden(f"Stratus never reads {ref.kind} objects ({ref})")
+        info = kind_info(ref.kind, ref.api_version)
+        body = self._json("GET", info.object_path(ref.namespace, ref.name), what=f"get {ref}")
+        body.setdefault("apiVersion", info.api_version)
+        body.setdefault("kind", info.kind)
+        return KubeObject(body)
+
+    def list_objects(
+        self, *, api_version: str, kind: str, namespace: str | None, label_selector: str = ""
+    ) -> Sequence[KubeObject]:
+        return self._list(kind, namespace, label_selector=label_selector, api_version=api_version)
+
+    def _list(
+        self,
+        kind: str,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 500,
+        api_version: str | None = None,
+    ) -> list[KubeObject]:
+        if kind in _NEVER_READ:
+            raise Forbidden(f"Stratus never reads {kind} objects")
+        info = kind_info(kind, api_version)
+        items: list[KubeObject] = []
+        token: str | None = None
+        while True:
+            page = self._json(
+                "GET",
+                info.collection_path(namespace),
+                query={
+                    "labelSelector": label_selector,
+                    "fieldSelector": field_selector,
+                    "limit": limit,
+                    "continue": token,
+                },
+                what=f"list {kind} in {namespace or 'all namespaces'}",
+            )
+            for item in page.get("items") or []:
+                if isinstance(item, dict):
+                    item.setdefault("apiVersion", info.api_version)
+                    item.setdefault("kind", info.kind)
+                    items.append(KubeObject(item))
+            token = (page.get("metadata") or {}).get("continue")
+            # Reads are bounded: one page is plenty for a namespace's objects of one kind.
+            if not token or len(items) >= 5 * limit:
+                return items
+
+    def pods(self, namespace: str, *, label_selector: str = "") -> Sequence[PodState]:
+        return [
+            kubeparse.parse_pod(o.body)
+            for o in self._list("Pod", namespace, label_selector=label_selector)
+        ]
+
+    def workloads(self, namespace: str) -> Sequence[WorkloadState]:
+        objects = self._list("Deployment", namespace) + self._list("StatefulSet", namespace)
+        return [kubeparse.parse_workload(o.body) for o in objects]
+
+    def events(self, namespace: str, *, limit: int = 200) -> Sequence[EventRecord]:
+        events = [
+            kubeparse.parse_event(o.body) for o in self._list("Event", namespace, limit=limit)
+        ]
+        events.sort(key=lambda e: (e.last_seen is None, e.last_seen), reverse=True)
+        return events[:limit]
+
+    def pod_logs(
+        self,
+        namespace: str,
+        pod: str,
+        *,
+        container: str | None = None,
+        tail_lines: int = 50,
+        previous: bool = False,
+    ) -> Sequence[str]:
+        data = self._call(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+            query={
+                "container": container,
+                "tailLines": tail_lines,
+                "previous": "true" if previous else None,
+            },
+            accept="text/plain",
+            what=f"logs of pod {namespace}/{pod}",
+        )
+        return data.decode(errors="replace").splitlines()[-tail_lines:]
+
+    def services(self, namespace: str) -> Sequence[ServiceInfo]:
+        endpoints = {o.name: o.body for o in self._list("Endpoints", namespace)}
+        return [
+            kubeparse.parse_service(o.body, kubeparse.ready_endpoint_count(endpoints.get(o.name)))
+            for o in self._list("Service", namespace)
+        ]
+
+    def config_maps(self, namespace: str) -> Sequence[ConfigMapInfo]:
+        return [kubeparse.parse_config_map(o.body) for o in self._list("ConfigMap", namespace)]
+
+    def nodes(self) -> Sequence[NodeInfo]:
+        return [kubeparse.parse_node(o.body) for o in self._list("Node", None)]
+
+    def quotas(self, namespace: str) -> Sequence[QuotaInfo]:
+        return [kubeparse.parse_quota(o.body) for o in self._list("ResourceQuota", namespace)]
+
+    def rollout_history(self, namespace: str, deployment: str) -> Sequence[RevisionInfo]:
+        live = self.get(
+            ObjectRef(
+                api_version="apps/v1", kind="Deployment", name=deployment, namespace=namespace
+            )
+        )
+        labels = (((live.body.get("spec") or {}).get("selector") or {}).get("matchLabels")) or {}
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        return kubeparse.parse_revisions(
+            live, self._list("ReplicaSet", namespace, label_selector=selector)
+        )
+
+    def namespaces(self) -> Sequence[str]:
+        return [o.name for o in self._list("Namespace", None)]
+
+    # --------------------------------------------------------------------------- writes
+
+    def replace(
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str = "stratus"
+    ) -> KubeObject:
+        info = kind_info(obj.kind, obj.api_version)
+        body = self._json(
+            "PUT",
+            info.object_path(obj.namespace, obj.name),
+            query={"dryRun": "All" if dry_run else None, "fieldManager": field_manager},
+            body=obj.body,
+            what=f"{'dry-run ' if dry_run else ''}update {obj.ref}",
+        )
+        return KubeObject(body)
+
+    def create(
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str = "stratus"
+    ) -> KubeObject:
+        info = kind_info(obj.kind, obj.api_version)
+        body = self._json(
+            "POST",
+            info.collection_path(obj.namespace),
+            query={"dryRun": "All" if dry_run else None, "fieldManager": field_manager},
+            body=obj.body,
+            what=f"{'dry-run ' if dry_run else ''}create {obj.ref}",
+        )
+        return KubeObject(body)
+
+    def delete(
+        self, ref: ObjectRef, *, dry_run: bool = False, resource_version: str | None = None
+    ) -> None:
+        info = kind_info(ref.kind, ref.api_version)
+        options: JsonObject = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        if resource_version:
+            options["preconditions"] = {"resourceVersion": resource_version}
+        self._call(
+            "DELETE",
+            info.object_path(ref.namespace, ref.name),
+            query={"dryRun": "All" if dry_run else None},
+            body=options,
+            what=f"{'dry-run ' if dry_run else ''}delete {ref}",
+        )
+
+    # ---------------------------------------------------------------------------- watch
+
+    def watch(
+        self,
+        *,
+        api_version: str,
+        kind: str,
+        namespace: str,
+        resource_version: str | None,
+        timeout_seconds: int,
+    ) -> Iterator[tuple[str, KubeObject]]:
+        if kind in _NEVER_READ:
+            raise Forbidden(f"Stratus never reads {kind} objects")
+        info = kind_info(kind, api_version)
+        params = [("watch", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        if resource_version:
+            params.append(("resourceVersion", resource_version))
+        what = f"watch {kind} in {namespace}"
+        try:
+            m, url, hdrs, _, _ = self._api.param_serialize(
+                method="GET",
+                resource_path=info.collection_path(namespace),
+                query_params=params,
+                header_params={"Accept": _JSON},
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(
+                m, url, header_params=hdrs, _request_timeout=(self._timeout, timeout_seconds + 5)
+            )
+        except ApiException as e:
+            raise _translate(int(e.status or 0), str(e.reason), str(e.body or ""), what) from e
+        except urllib3.exceptions.HTTPError as e:
+            raise TransientError(f"{what}: {e}") from e
+        if response.status != 200:
+            raise _translate(
+                response.status, str(response.reason), (response.read() or b"").decode(), what
+            )
+        raw = response.response
+        try:
+            for line in _lines(raw):
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    status = int(obj.get("code", 500))
+                    raise _translate(status, str(obj.get("reason", "")), json.dumps(obj), what)
+                yield str(event.get("type")), KubeObject(obj)
+        except (urllib3.exceptions.HTTPError, ValueError) as e:
+            raise TransientError(f"{what}: stream broke: {e}") from e
+        finally:
+            raw.release_conn()
+
+
+def _lines(raw: Any) -> Iterator[bytes]:
+    """Split a chunked watch response into its JSON lines."""
+    buffer = b""
+    for chunk in raw.stream(4096, decode_content=True):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer

@@ -1,0 +1,413 @@
+"""The evidence collector: runs one handler against the read ports.
+
+It answers "what changed just before it broke?" first (the change journal), then reads the
+namespace's inventory once (workloads, pods, Services with endpoints, ConfigMaps, events —
+one bounded list call each), the golden signals and the call graph, then log tails following
+the handler's widening order, then each changed object against its last known good, CPU
+saturation, nodes and quotas. Every read is scoped to the incident's namespace and bounded by
+the handler; a read that fails becomes a gap in the record, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from agents.diagnosis import changes as change_reads
+from agents.diagnosis import logs as log_reads
+from agents.diagnosis import metrics as metric_reads
+from agents.diagnosis import podspec as pod_reads
+from agents.diagnosis.graph import add_config_edges
+from agents.diagnosis.handlers import Handler
+from agents.diagnosis.items import Item, make_item
+from agents.diagnosis.observe import Observations, parse_service_spec, parse_workload_spec
+from agents.diagnosis.ports import JournalView, Redactor
+from agents.diagnosis.redaction import redact_mapping
+from agents.diagnosis.state import describe_pod, describe_workload, pod_symptoms, short_reason
+from agents.errors import StratusError
+from agents.model import (
+    Alert,
+    AlertStatus,
+    ConfigMapInfo,
+    EventRecord,
+    EvidenceKind,
+    Incident,
+    KubeObject,
+    PodState,
+)
+from agents.ports import Clock, ClusterReader, MetricsSource
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Collector:
+    def __init__(
+        self,
+        *,
+        cluster: ClusterReader,
+        metrics: MetricsSource | None,
+        journal: JournalView | None,
+        redactor: Redactor,
+        clock: Clock,
+    ) -> None:
+        self.cluster = cluster
+        self.metrics = metrics
+        self.journal = journal
+        self.redactor = redactor
+        self.clock = clock
+
+    def read_one(self, obs: Observations, what: str, fn: Callable[[], T]) -> T | None:
+        """One bounded read; a failure is recorded as a gap and yields None."""
+        try:
+            return fn()
+        except StratusError as e:
+            logger.info("diagnosis read failed: %s: %s", what, e)
+            obs.gaps.append(f"{what}: {self.redactor(str(e))[:200]}")
+            return None
+
+    def read_many(self, obs: Observations, what: str, fn: Callable[[], Iterable[T]]) -> list[T]:
+        found = self.read_one(obs, what, fn)
+        return list(found) if found is not None else []
+
+    def collect(
+        self, incident: Incident, alerts: Sequence[Alert], handler: Handler
+    ) -> tuple[Observations, list[Item]]:
+        firing = [a for a in alerts if a.status is AlertStatus.FIRING] or list(alerts)
+        started = min([a.starts_at for a in firing], default=incident.opened_at)
+        obs = Observations(scope=incident.scope, now=self.clock.now(), started_at=started)
+        items: list[Item] = []
+        items += self._alerts(alerts)
+        items += change_reads.read_changes(self, obs, handler)  # the first question
+        self._inventory(obs, handler)
+        obs.alerting = self._alerting(obs, incident, alerts)
+        items += self._pods(obs)
+        items += pod_reads.read_drift(self, obs)
+        items += self._events(obs, handler)
+        items += self._services(obs, handler)
+        items += metric_reads.read_signals(self, obs, handler)
+        add_config_edges(obs)
+        items += log_reads.read_logs(self, obs, handler)
+        items += metric_reads.graph_item(self, obs)
+        items += change_reads.read_drift(self, obs, handler)
+        items += metric_reads.read_saturation(self, obs, handler)
+        items += self._nodes(obs, handler)
+        items += self._quotas(obs, handler)
+        if obs.gaps:
+            items.append(
+                make_item(
+                    key="gaps",
+                    kind=EvidenceKind.ALERT,
+                    source="diagnosis",
+                    summary=f"{len(obs.gaps)} reads failed; evidence may be incomplete",
+                    detail="\n".join(obs.gaps[:20]),
+                    redactor=self.redactor,
+                    relevance=0.2,
+                )
+            )
+        return obs, items
+
+    # --------------------------------------------------------------------------- reads
+
+    def _alerts(self, alerts: Sequence[Alert]) -> list[Item]:
+        out = []
+        for i, alert in enumerate(alerts[:10]):
+            labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
+            note = alert.annotations.get("summary") or alert.annotations.get("description", "")
+            out.append(
+                make_item(
+                    key=f"alert:{i}",
+                    kind=EvidenceKind.ALERT,
+                    source=f"alert/{alert.fingerprint}",
+                    summary=f"alert {alert.name} {alert.status} since {alert.starts_at:%H:%M:%S}"
+                    + (f": {note}" if note else ""),
+                    service=alert.service,
+                    detail=labels,
+                    redactor=self.redactor,
+                    relevance=0.5,
+                    at=alert.starts_at,
+                )
+            )
+        return out
+
+    def _inventory(self, obs: Observations, handler: Handler) -> None:
+        ns = obs.scope.namespace
+        c = self.cluster
+        for state in self.read_many(obs, "workloads", lambda: c.workloads(ns)):
+            obs.workloads[state.name] = state
+        for kind in ("Deployment", "StatefulSet"):
+            for body in self.read_many(obs, f"{kind} specs", _lister(c, "apps/v1", kind, ns)):
+                spec = parse_workload_spec(body.body, self.redactor)
+                obs.specs[spec.name] = spec
+        pods = self.read_many(obs, "pods", lambda: c.pods(ns))[: handler.collect.pods.limit]
+        grouped: dict[str, list[PodState]] = {}
+        for pod in pods:
+            grouped.setdefault(self._service_of_pod(obs, pod), []).append(pod)
+        obs.pods = {k: tuple(v) for k, v in grouped.items()}
+        endpoints = {
+            s.name: s.ready_endpoints
+            for s in self.read_many(obs, "services", lambda: c.services(ns))
+        }
+        for body in self.read_many(obs, "Service specs", _lister(c, "v1", "Service", ns)):
+            svc = parse_service_spec(body.body, endpoints.get(body.name, 0))
+            obs.services[svc.name] = svc
+        for cm in self.read_many(obs, "config maps", lambda: c.config_maps(ns)):
+            obs.config_maps[cm.name] = ConfigMapInfo(
+                name=cm.name, namespace=cm.namespace, data=redact_mapping(cm.data, self.redactor)
+            )
+        obs.events = tuple(
+            self.read_many(obs, "events", lambda: c.events(ns, limit=handler.collect.events.limit))
+        )[: handler.collect.events.limit]
+
+    def _service_of_pod(self, obs: Observations, pod: PodState) -> str:
+        for name, w in obs.workloads.items():
+            if w.selector and all(pod.labels.get(k) == v for k, v in w.selector.items()):
+                return name
+        for name, spec in obs.specs.items():
+            labels = spec.template_labels
+            if labels and all(pod.labels.get(k) == v for k, v in labels.items()):
+                return name
+        if pod.owner and "/" in pod.owner:
+            owner = pod.owner.split("/", 1)[1]
+            return owner.rsplit("-", 1)[0] if pod.owner.startswith("ReplicaSet/") else owner
+        return pod.labels.get("app.kubernetes.io/name") or pod.labels.get("app") or pod.name
+
+    def service_of_object(self, obs: Observations, kind: str, name: str) -> str | None:
+        if kind in ("Deployment", "StatefulSet") or name in obs.workloads:
+            return name if name in obs.service_names else None
+        if kind == "Pod":
+            for service, pods in obs.pods.items():
+                if any(p.name == name for p in pods):
+                    return service
+        if kind == "ReplicaSet":
+            base = name.rsplit("-", 1)[0]
+            return base if base in obs.service_names else None
+        if kind == "Service":
+            return obs.service_for_k8s_service(name) or name
+        return None
+
+    def _alerting(
+        self, obs: Observations, incident: Incident, alerts: Sequence[Alert]
+    ) -> tuple[str, ...]:
+        names: list[str] = []
+        candidates = [incident.service] + [a.service for a in alerts]
+        for alert in alerts:
+            for label in ("pod", "job", "app", "container", "service_name", "destination_service"):
+                candidates.append(alert.labels.get(label))
+        for candidate in candidates:
+            if not candidate:
+                continue
+            service = candidate if candidate in obs.service_names else None
+            if service is None:
+                service = self.service_of_object(obs, "Pod", candidate)
+            if service is None:
+                service = obs.service_for_k8s_service(candidate)
+            if service is not None and service in obs.service_names and service not in names:
+                names.append(service)
+        return tuple(names)
+
+    def _pods(self, obs: Observations) -> list[Item]:
+        out = []
+        healthy: list[str] = []
+        for service in sorted(obs.service_names | set(obs.pods)):
+            pods = obs.pods.get(service, ())
+            symptoms = pod_symptoms(pods)
+            workload = obs.workloads.get(service)
+            lacking = workload is not None and (
+                workload.ready_replicas < workload.replicas or workload.replicas == 0
+            )
+            anomalous = symptoms.intrinsic or lacking or symptoms.ready < symptoms.total
+            if not anomalous and symptoms.restarts == 0:
+                healthy.append(service)
+                continue
+            key = f"pods:{service}"
+            obs.cite(key, key)
+            head = describe_workload(workload) if workload else f"{service}: no workload"
+            out.append(
+                make_item(
+                    key=key,
+                    kind=EvidenceKind.POD_STATE,
+                    source=f"pods/{obs.scope.namespace}/{service}",
+                    summary=f"{service}: {short_reason(symptoms)}; {symptoms.ready}/"
+                    f"{symptoms.total} pods ready"
+                    + (f", desired {workload.replicas}" if workload else "")
+                    + (f", {symptoms.restarts} restarts" if symptoms.restarts else ""),
+                    service=service,
+                    detail="\n".join([head, *(describe_pod(p) for p in pods[:10])]),
+                    redactor=self.redactor,
+                    relevance=0.9 if anomalous else 0.5,
+                )
+            )
+        if healthy:
+            out.append(
+                make_item(
+                    key="pods:healthy",
+                    kind=EvidenceKind.POD_STATE,
+                    source=f"pods/{obs.scope.namespace}",
+                    summary=f"{len(healthy)} services with all pods ready and no restarts",
+                    detail=", ".join(healthy),
+                    redactor=self.redactor,
+                    relevance=0.15,
+                )
+            )
+        return out
+
+    def _events(self, obs: Observations, handler: Handler) -> list[Item]:
+        merged: dict[tuple[str, str, str], EventRecord] = {}
+        for e in obs.events:
+            k = (e.object_kind, e.object_name, e.reason)
+            have = merged.get(k)
+            if have is None or (e.last_seen and have.last_seen and e.last_seen > have.last_seen):
+                merged[k] = e
+        ordered = sorted(
+            merged.values(),
+            key=lambda e: (
+                e.type != "Warning",
+                -(e.last_seen.timestamp() if e.last_seen else 0.0),
+            ),
+        )
+        out = []
+        for i, e in enumerate(ordered[: handler.collect.events.keep]):
+            service = self.service_of_object(obs, e.object_kind, e.object_name)
+            key = f"event:{i}"
+            if service:
+                obs.cite(f"events:{service}", key)
+            relevance = 0.75 if e.type == "Warning" else 0.2
+            if e.reason in ("FailedScheduling", "FailedCreate", "BackOff", "Failed", "OOMKilling"):
+                relevance = 0.85
+            out.append(
+                make_item(
+                    key=key,
+                    kind=EvidenceKind.EVENT,
+                    source=f"events/{e.namespace}/{e.object_kind}/{e.object_name}",
+                    summary=f"{e.type} {e.reason} on {e.object_kind}/{e.object_name}"
+                    + (f" (x{e.count})" if e.count > 1 else "")
+                    + f": {e.message}",
+                    service=service,
+                    detail=e.message,
+                    redactor=self.redactor,
+                    relevance=relevance,
+                    at=e.last_seen,
+                )
+            )
+        return out
+
+    def _services(self, obs: Observations, handler: Handler) -> list[Item]:
+        if not handler.collect.service_ports:
+            return []
+        out = []
+        fine: list[str] = []
+        for svc in sorted(obs.services.values(), key=lambda s: s.name):
+            workload = obs.service_for_k8s_service(svc.name)
+            spec = obs.specs.get(workload or "")
+            ports = spec.container_ports() if spec else set()
+            problems = []
+            if spec is None and svc.selector:
+                problems.append(f"selector {dict(svc.selector)} matches no workload's pods")
+            if svc.ready_endpoints == 0 and svc.selector:
+                problems.append("no ready endpoints")
+            for i, p in enumerate(svc.ports):
+                target = p.target_port
+                if spec is not None and ports and target not in ports:
+                    problems.append(
+                        f"spec.ports[{i}].targetPort {target} matches no containerPort "
+                        f"({', '.join(str(x) for x in sorted(ports, key=str))})"
+                    )
+            ports_text = ", ".join(f"{p.port}->{p.target_port}" for p in svc.ports)
+            line = (
+                f"Service {svc.name}: ports {ports_text}; selector {dict(svc.selector)}; "
+                f"{svc.ready_endpoints} ready endpoints"
+            )
+            if not problems:
+                fine.append(line)
+                continue
+            key = f"service:{svc.name}"
+            obs.cite(f"service:{workload or svc.name}", key)
+            out.append(
+                make_item(
+                    key=key,
+                    kind=EvidenceKind.SERVICE,
+                    source=f"services/{obs.scope.namespace}/{svc.name}",
+                    summary=f"Service {svc.name}: " + "; ".join(problems),
+                    service=workload or svc.name,
+                    detail=line,
+                    redactor=self.redactor,
+                    relevance=0.9,
+                )
+            )
+        if fine:
+            out.append(
+                make_item(
+                    key="services:consistent",
+                    kind=EvidenceKind.SERVICE,
+                    source=f"services/{obs.scope.namespace}",
+                    summary=f"{len(fine)} Services with endpoints and matching ports",
+                    detail="\n".join(fine[:40]),
+                    redactor=self.redactor,
+                    relevance=0.1,
+                )
+            )
+        return out
+
+    def _nodes(self, obs: Observations, handler: Handler) -> list[Item]:
+        if not handler.collect.nodes:
+            return []
+        obs.nodes = tuple(self.read_many(obs, "nodes", self.cluster.nodes)[:200])
+        if not obs.nodes:
+            return []
+        bad = [n for n in obs.nodes if not n.ready or n.unschedulable or n.taints]
+        lines = [
+            f"{n.name}: {'Ready' if n.ready else 'NotReady'}"
+            + (", cordoned" if n.unschedulable else "")
+            + (f", taints {', '.join(n.taints)}" if n.taints else "")
+            + f", labels {dict(sorted(n.labels.items()))}"
+            for n in obs.nodes[:20]
+        ]
+        not_ready = [n.name for n in obs.nodes if not n.ready]
+        return [
+            make_item(
+                key="nodes",
+                kind=EvidenceKind.NODE,
+                source="nodes",
+                summary=f"{len(obs.nodes)} nodes, {len(not_ready)} not ready"
+                + (f" ({', '.join(not_ready[:5])})" if not_ready else "")
+                + (f", {len(bad)} cordoned/tainted/not ready" if bad else ""),
+                detail="\n".join(lines),
+                redactor=self.redactor,
+                relevance=0.8 if not_ready else 0.25,
+            )
+        ]
+
+    def _quotas(self, obs: Observations, handler: Handler) -> list[Item]:
+        if not handler.collect.quotas:
+            return []
+        ns = obs.scope.namespace
+        obs.quotas = tuple(self.read_many(obs, "quotas", lambda: self.cluster.quotas(ns))[:20])
+        out = []
+        for q in obs.quotas:
+            pairs = ", ".join(f"{k} {q.used.get(k, '?')}/{v}" for k, v in sorted(q.hard.items()))
+            full = [k for k, v in q.hard.items() if q.used.get(k) == v]
+            out.append(
+                make_item(
+                    key=f"quota:{q.name}",
+                    kind=EvidenceKind.QUOTA,
+                    source=f"resourcequotas/{ns}/{q.name}",
+                    summary=f"ResourceQuota {q.name}: {pairs}"
+                    + (f" (at the limit: {', '.join(full)})" if full else ""),
+                    detail=pairs,
+                    redactor=self.redactor,
+                    relevance=0.7 if full else 0.3,
+                )
+            )
+        return out
+
+
+def _lister(
+    cluster: ClusterReader, api_version: str, kind: str, namespace: str
+) -> Callable[[], Sequence[KubeObject]]:
+    def read() -> Sequence[KubeObject]:
+        return cluster.list_objects(api_version=api_version, kind=kind, namespace=namespace)
+
+    return read

@@ -1,0 +1,620 @@
+"""The incident state machine (DESIGN section 2).
+
+Agents act only inside states — the diagnoser in DIAGNOSING, the planner in PLANNING, the
+transaction engine in EXECUTING — and this module, deterministic code, decides every
+transition. Each transition is a compare-and-set in storage together with its timeline event,
+persisted before it is announced, so two workers cannot both move an incident and a restart
+resumes each open incident from exactly where it stood (`advance` is written to be re-run
+from any persisted state).
+
+    DETECTED → DIAGNOSING → DIAGNOSED → PLANNING → AWAITING_APPROVAL → EXECUTING → VALIDATING
+      → COMMITTED → RESOLVED | PLANNING (better, not healthy: next attempt)
+      | ABORTING → PLANNING (attempt + 1) | ESCALATED
+    RESOLVED / ESCALATED → CLOSED
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Protocol
+
+from agents.detection.records import alert_from_row, incident_from_row
+from agents.incident.codec import diagnosis_from_json, diagnosis_row, plan_from_row, plan_row
+from agents.incident.events import (
+    Closed,
+    Diagnosed,
+    Escalated,
+    Notifier,
+    PlanProposed,
+    StateChanged,
+    TransactionFinished,
+    TransactionProgress,
+)
+from agents.model import (
+    Alert,
+    Diagnosis,
+    Incident,
+    IncidentId,
+    IncidentState,
+    Outcome,
+    OutcomeKind,
+    PlanId,
+    PlanStatus,
+    TransactionId,
+    TransactionStatus,
+)
+from agents.planning.plan import Attempt, CandidatePlan, Escalation, Plan, Planner
+from agents.policy import NamespacePolicy, Policy
+from agents.ports import Clock
+from agents.tnr import (
+    Progress,
+    Step,
+    TransactionEngine,
+    TransactionRequest,
+    Undoer,
+    recover,
+)
+from agents.tnr.ledger import StorageLedger
+from agents.tnr.records import TransactionRecord
+from storage import Store
+
+logger = logging.getLogger(__name__)
+
+S = IncidentState
+
+#: States in which `advance` has nothing to do until something outside happens.
+WAITING = frozenset({S.AWAITING_APPROVAL, S.CLOSED})
+END = frozenset({S.RESOLVED, S.ESCALATED, S.CLOSED})
+
+_OUTCOME_OF_STATUS = {
+    TransactionStatus.COMMITTED: OutcomeKind.COMMITTED,
+    TransactionStatus.UNDOING: OutcomeKind.COMMITTED,
+    TransactionStatus.UNDONE: OutcomeKind.COMMITTED,
+    TransactionStatus.ABORTED: OutcomeKind.ABORTED,
+    TransactionStatus.ESCALATED: OutcomeKind.ESCALATED,
+}
+
+
+class Diagnoses(Protocol):
+    def diagnose(self, incident: Incident, alerts: Sequence[Alert]) -> Diagnosis: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Advance:
+    """What one `advance` did."""
+
+    incident_id: IncidentId
+    before: IncidentState
+    after: IncidentState
+
+    @property
+    def moved(self) -> bool:
+        return self.before is not self.after
+
+
+class IncidentMachine:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        diagnoser: Diagnoses,
+        planner: Planner,
+        engine: TransactionEngine,
+        undoer: Undoer,
+        policy: Policy,
+        clock: Clock,
+        notifier: Notifier,
+        id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        self.store = store
+        self._diagnoser = diagnoser
+        self._planner = planner
+        self.engine = engine
+        self.undoer = undoer
+        self.policy = policy
+        self.clock = clock
+        self.notifier = notifier
+        self._ledger = StorageLedger(store)
+        self._running: set[str] = set()
+        self._running_lock = threading.Lock()
+        self._new_id = id_factory or (lambda: uuid.uuid4().hex[:10])
+
+    # ------------------------------------------------------------------------------ reads
+
+    def incident(self, incident_id: str) -> Incident:
+        return incident_from_row(self.store.incidents.get(incident_id))
+
+    def plans(self, incident_id: str) -> list[Plan]:
+        return [plan_from_row(r) for r in self.store.plans.list_for_incident(incident_id)]
+
+    def plan(self, plan_id: str) -> Plan:
+        return plan_from_row(self.store.plans.get(plan_id))
+
+    def diagnosis(self, incident_id: str) -> Diagnosis | None:
+        row = self.store.diagnoses.latest(incident_id)
+        return diagnosis_from_json(row.body) if row is not None else None
+
+    def transactions(self, incident_id: str) -> list[TransactionRecord]:
+        return list(self._ledger.for_incident(IncidentId(incident_id)))
+
+    def namespace_policy(self, incident: Incident) -> NamespacePolicy:
+        return self.policy.for_namespace(incident.scope.namespace)
+
+    def attempts(self, incident_id: str) -> list[Attempt]:
+        """Plans that ran (or that admission refused), with how they ended, oldest first."""
+        by_plan = {t.plan_id: t for t in self.transactions(incident_id) if t.plan_id}
+        attempts = []
+        for plan in self.plans(incident_id):
+            tx = by_plan.get(plan.id)
+            if tx is not None and tx.status in _OUTCOME_OF_STATUS:
+                kind = _OUTCOME_OF_STATUS[tx.status]
+                outcome = Outcome(
+                    transaction_id=tx.id,
+                    kind=kind,
+                    mu_before=tx.mu_before,
+                    mu_after=tx.mu_after,
+                    healthy=tx.mu_after is not None and tx.mu_after <= 0,
+                    reason=tx.reason or "",
+                )
+                attempts.append(Attempt(plan=plan, outcome=outcome, validation=tx.validation))
+            elif plan.status is PlanStatus.REJECTED:
+                # Refused by admission (decided_by "engine") or rejected by a person: either
+                # way the planner must not propose it again.
+                outcome = Outcome(
+                    transaction_id=tx.id if tx else TransactionId(""),
+                    kind=OutcomeKind.REFUSED,
+                    mu_before=0.0,
+                    mu_after=None,
+                    healthy=False,
+                    reason=plan.reject_reason or "refused",
+                )
+                attempts.append(Attempt(plan=plan, outcome=outcome))
+        return attempts
+
+    # ---------------------------------------------------------------------- transitions
+
+    def move(
+        self,
+        incident: Incident,
+        to: IncidentState,
+        message: str,
+        *,
+        data: dict[str, object] | None = None,
+        mu: float | None = None,
+        attempt: int | None = None,
+    ) -> Incident | None:
+        """Compare-and-set from the incident's current state; announce only after it is
+        persisted. None when another worker moved it first."""
+        moved = self.store.incidents.transition(
+            incident.id,
+            to.value,
+            at=self.clock.now(),
+            message=message,
+            expected=incident.state.value,
+            data=dict(data or {}),
+            mu=mu,
+            attempt=attempt,
+        )
+        if not moved:
+            return None
+        after = self.incident(incident.id)
+        logger.info("incident %s: %s → %s: %s", incident.id, incident.state, to, message)
+        self.notifier.notify(StateChanged(incident=after, previous=incident.state, message=message))
+        return after
+
+    def advance(self, incident_id: str) -> Advance:
+        """Do the work of the incident's current state and take the transition it leads to."""
+        incident = self.incident(incident_id)
+        handler = {
+            S.DETECTED: self._detected,
+            S.DIAGNOSING: self._diagnosing,
+            S.DIAGNOSED: self._diagnosed,
+            S.PLANNING: self._planning,
+            S.AWAITING_APPROVAL: self._awaiting,
+            S.EXECUTING: self._executing,
+            S.VALIDATING: self._executing,
+            S.ABORTING: self._executing,
+            S.COMMITTED: self._committed,
+            S.RESOLVED: self._close,
+            S.ESCALATED: self._close,
+            S.CLOSED: _nothing,
+        }[incident.state]
+        handler(incident)
+        after = self.incident(incident_id).state
+        return Advance(incident_id=incident.id, before=incident.state, after=after)
+
+    def drive(self, incident_id: str, *, max_steps: int = 64) -> IncidentState:
+        """Advance until the incident waits for a person or is closed."""
+        state = self.incident(incident_id).state
+        for _ in range(max_steps):
+            if state in WAITING:
+                return state
+            step = self.advance(incident_id)
+            state = step.after
+            if not step.moved and state not in (S.EXECUTING, S.VALIDATING, S.ABORTING):
+                return state
+        return state
+
+    # -------------------------------------------------------------------------- states
+
+    def _detected(self, incident: Incident) -> None:
+        self.move(incident, S.DIAGNOSING, "Collecting evidence")
+
+    def _diagnose(self, incident: Incident) -> Diagnosis:
+        alerts = [alert_from_row(r) for r in self.store.incidents.alerts(incident.id)]
+        diagnosis = self._diagnoser.diagnose(incident, alerts)
+        diagnosis = replace(diagnosis, created_at=self.clock.now())
+        self.store.diagnoses.add(diagnosis_row(diagnosis, self.clock.now()))
+        return diagnosis
+
+    def _diagnosing(self, incident: Incident) -> None:
+        diagnosis = self._diagnose(incident)
+        top = diagnosis.top
+        after = self.move(
+            incident,
+            S.DIAGNOSED,
+            f"Root cause: {top.service} ({top.category}, confidence {top.confidence:.0%})",
+            data={
+                "service": top.service,
+                "category": str(top.category),
+                "reasoner": diagnosis.reasoner,
+            },
+        )
+        if after is not None:
+            self.notifier.notify(Diagnosed(incident=after, diagnosis=diagnosis))
+
+    def _diagnosed(self, incident: Incident) -> None:
+        self.move(incident, S.PLANNING, "Planning a mitigation")
+
+    def _planning(self, incident: Incident) -> None:
+        policy = self.namespace_policy(incident)
+        attempts = self.attempts(incident.id)
+        ran = [a for a in attempts if a.outcome.kind is not OutcomeKind.REFUSED]
+        # Nothing to fix is the best plan: a scope that is healthy now (a fix that took effect
+        # after its sustain window, or a blip that passed) gets no further writes.
+        severity = self.engine.measure(incident.scope)
+        if severity.healthy and not severity.partial:
+            why = "after the last transaction" if ran else "without any change"
+            self.move(incident, S.RESOLVED, f"Healthy now ({why}): nothing to change", mu=0.0)
+            return
+        if len(ran) >= policy.attempts:
+            self._escalate(
+                incident,
+                Escalation(
+                    reason=f"{len(ran)} attempt(s) did not make the scope healthy",
+                    runbook=_attempts_runbook(attempts),
+                ),
+            )
+            return
+        diagnosis = self.diagnosis(incident.id)
+        if diagnosis is None or attempts:
+            # After an attempt the cluster has moved on: look again before planning again.
+            diagnosis = self._diagnose(incident)
+        proposal = self._planner.plan(incident, diagnosis, attempts, now=self.clock.now())
+        if proposal.escalation is not None or not proposal.candidates:
+            self._escalate(
+                incident,
+                proposal.escalation
+                or Escalation(
+                    reason="no admissible plan for this diagnosis", runbook=diagnosis.summary
+                ),
+            )
+            return
+        chosen, alternatives, errors = self._first_admissible(incident, proposal.candidates)
+        if chosen is None:
+            self._escalate(
+                incident,
+                Escalation(
+                    reason="every candidate plan was refused by admission or its dry run",
+                    runbook="\n".join(f"- {e}" for e in errors),
+                ),
+            )
+            return
+        now = self.clock.now()
+        expires = now + timedelta(seconds=policy.approval_ttl_s)
+        plans = [
+            Plan(
+                id=PlanId(f"plan-{self._new_id()}"),
+                incident_id=incident.id,
+                attempt=len(ran) + 1,
+                rank=rank,
+                actions=candidate.actions,
+                rationale=candidate.rationale,
+                hypothesis=candidate.hypothesis,
+                status=PlanStatus.PROPOSED if rank == 0 else PlanStatus.SUPERSEDED,
+                created_at=now,
+                expires_at=expires if rank == 0 else None,
+                diffs=diffs if rank == 0 else (),
+                reflection=proposal.reflection,
+            )
+            for rank, (candidate, diffs) in enumerate([chosen, *[(a, ()) for a in alternatives]])
+        ]
+        self.store.plans.create_many([plan_row(p) for p in plans])
+        plan = plans[0]
+        if not policy.may_act:
+            self._escalate(
+                incident,
+                Escalation(
+                    reason=f"namespace {incident.scope.namespace} is observe-only; a person acts",
+                    runbook=f"Suggested plan: {plan.describe()}\n\n{plan.rationale}",
+                ),
+            )
+            return
+        if policy.runs_without_approval(plan.risk):
+            self.store.plans.set_status(
+                plan.id,
+                PlanStatus.APPROVED.value,
+                expected=PlanStatus.PROPOSED.value,
+                decided_at=now,
+                decided_by=f"policy:{policy.autonomy}",
+            )
+            after = self.move(
+                incident,
+                S.EXECUTING,
+                f"Executing without approval ({policy.autonomy}, {plan.risk} risk): "
+                f"{plan.describe()}",
+                data={"plan": plan.id},
+            )
+            if after is not None:
+                self.notifier.notify(
+                    PlanProposed(
+                        incident=after,
+                        plan=plan,
+                        alternatives=tuple(plans[1:]),
+                        needs_approval=False,
+                    )
+                )
+            return
+        after = self.move(
+            incident,
+            S.AWAITING_APPROVAL,
+            f"Plan waiting for approval ({plan.risk} risk): {plan.describe()}",
+            data={"plan": plan.id, "hash": plan.content_hash},
+        )
+        if after is not None:
+            self.notifier.notify(
+                PlanProposed(
+                    incident=after,
+                    plan=plan,
+                    alternatives=tuple(plans[1:]),
+                    approvals_needed=policy.approvals_needed(plan.risk),
+                )
+            )
+
+    def _first_admissible(
+        self, incident: Incident, candidates: Sequence[CandidatePlan]
+    ) -> tuple[tuple[CandidatePlan, tuple[str, ...]] | None, list[CandidatePlan], list[str]]:
+        """The best candidate whose every action passes admission and a dry run."""
+        errors: list[str] = []
+        for index, candidate in enumerate(candidates):
+            previews = self.engine.preview(incident.scope, candidate.actions)
+            refused = [p for p in previews if not p.admitted]
+            if not refused:
+                rest = [c for i, c in enumerate(candidates) if i != index]
+                return (candidate, tuple(p.diff for p in previews)), rest, errors
+            errors.extend(f"{p.action.describe()}: {p.error}" for p in refused)
+        return None, [], errors
+
+    def _awaiting(self, incident: Incident) -> None:
+        plan = self.current_plan(incident.id)
+        if plan is None or plan.expires_at is None or self.clock.now() < plan.expires_at:
+            return
+        if self.store.plans.set_status(
+            plan.id, PlanStatus.EXPIRED.value, expected=PlanStatus.PROPOSED.value
+        ):
+            self.move(incident, S.PLANNING, f"Approval of {plan.id} expired; proposing again")
+
+    def current_plan(self, incident_id: str) -> Plan | None:
+        """The plan the incident is on: the newest proposed, approved or executed one."""
+        live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
+        plans = [p for p in self.plans(incident_id) if p.status in live]
+        return plans[-1] if plans else None
+
+    def _executing(self, incident: Incident) -> None:
+        plan = self.current_plan(incident.id)
+        if plan is None:
+            self.move(incident, S.PLANNING, "No approved plan found; planning again")
+            return
+        # One executor per plan in this process; the plan's status compare-and-set and the
+        # scope's lease keep other workers (and replicas) out.
+        with self._running_lock:
+            if plan.id in self._running:
+                return
+            self._running.add(plan.id)
+        try:
+            self._execute(incident, plan)
+        finally:
+            with self._running_lock:
+                self._running.discard(plan.id)
+
+    def _execute(self, incident: Incident, plan: Plan) -> None:
+        tx = next((t for t in self.transactions(incident.id) if t.plan_id == plan.id), None)
+        if tx is not None and tx.status in (
+            TransactionStatus.OPEN,
+            TransactionStatus.VALIDATING,
+            TransactionStatus.ABORTING,
+        ):
+            if self._ledger.lease_holder(tx.scope) is not None:
+                return  # a live writer is on it (or a dead one's lease has not run out yet)
+            # A crash cut the transaction short: the engine's recovery finishes it first.
+            recover(self.engine, self.undoer, only=tx.id)
+            tx = self._ledger.transaction(tx.id)
+        if tx is not None and tx.status in _OUTCOME_OF_STATUS:
+            self._finished(incident, plan, tx)
+            return
+        if tx is not None:
+            return  # still being recovered or run elsewhere
+        if plan.status is PlanStatus.APPROVED and not self.store.plans.set_status(
+            plan.id, PlanStatus.EXECUTED.value, expected=PlanStatus.APPROVED.value
+        ):
+            return  # another worker took it
+        if plan.status is PlanStatus.EXECUTED and self._ledger.lease_holder(incident.scope):
+            return  # marked executed by a worker that is about to open its transaction
+        request = TransactionRequest(
+            scope=incident.scope,
+            actions=plan.actions,
+            mu0=self.baseline(incident),
+            actor=plan.decided_by or "stratus",
+            incident_id=incident.id,
+            plan_id=plan.id,
+        )
+        outcome = self.engine.run(request, on_progress=self._progress(incident.id, plan))
+        if outcome.kind is OutcomeKind.REFUSED:
+            self.store.plans.set_status(
+                plan.id,
+                PlanStatus.REJECTED.value,
+                decided_by="engine",
+                decided_at=self.clock.now(),
+                reject_reason=outcome.reason,
+            )
+            current = self.incident(incident.id)
+            self.move(
+                current,
+                S.PLANNING,
+                f"Refused before any write: {outcome.reason}",
+                attempt=current.attempt + 1,
+            )
+            return
+        tx = self._ledger.transaction(outcome.transaction_id)
+        self._finished(self.incident(incident.id), plan, tx)
+
+    def baseline(self, incident: Incident) -> float:
+        """The μ0 no transaction may end above: the scope's severity as Stratus found it, i.e.
+        before its first write. Alerts and metrics lag, so the figure measured at detection is
+        often lower than the harm the fault had done by the time anyone could act; taking the
+        larger of the two keeps "never worse than we found it" without refusing every partial
+        fix of a fault that kept spreading before the first transaction."""
+        done = [t for t in self.transactions(incident.id) if t.mu_before is not None]
+        found = done[0].mu_before if done else self.engine.measure(incident.scope).mu
+        return max(incident.mu0, found)
+
+    def _progress(self, incident_id: str, plan: Plan) -> Callable[[Progress], None]:
+        def on_progress(progress: Progress) -> None:
+            incident = self.incident(incident_id)
+            if progress.step is Step.SETTLE and incident.state is S.EXECUTING:
+                incident = (
+                    self.move(incident, S.VALIDATING, "All writes done; validating") or incident
+                )
+            elif progress.step is Step.ABORTING and incident.state in (S.EXECUTING, S.VALIDATING):
+                incident = self.move(incident, S.ABORTING, progress.message) or incident
+            self.notifier.notify(
+                TransactionProgress(incident=incident, plan=plan, progress=progress)
+            )
+
+        return on_progress
+
+    def _finished(self, incident: Incident, plan: Plan, tx: TransactionRecord) -> None:
+        kind = _OUTCOME_OF_STATUS[tx.status]
+        healthy = tx.mu_after is not None and tx.mu_after <= 0
+        outcome = Outcome(
+            transaction_id=tx.id,
+            kind=kind,
+            mu_before=tx.mu_before,
+            mu_after=tx.mu_after,
+            healthy=healthy,
+            reason=tx.reason or "",
+        )
+        data = {"transaction": tx.id, "mu_before": tx.mu_before, "mu_after": tx.mu_after}
+        if kind is OutcomeKind.COMMITTED:
+            after = self.move(
+                incident, S.COMMITTED, f"Committed {tx.id}: {tx.reason}", data=data, mu=tx.mu_after
+            )
+        elif kind is OutcomeKind.ABORTED:
+            after = self.move(
+                incident,
+                S.PLANNING,
+                f"Rolled back {tx.id}: {tx.reason}",
+                data=data,
+                mu=tx.mu_after,
+                attempt=incident.attempt + 1,
+            )
+        else:
+            after = self._escalate(
+                incident,
+                Escalation(
+                    reason=f"the rollback of {tx.id} did not restore the scope: {tx.reason}",
+                    runbook="Inspect the objects this transaction touched; the audit trail "
+                    f"lists every snapshot and restore of {tx.id}.",
+                ),
+            )
+        if after is not None:
+            self.notifier.notify(
+                TransactionFinished(
+                    incident=after, plan=plan, outcome=outcome, validation=dict(tx.validation)
+                )
+            )
+
+    def _committed(self, incident: Incident) -> None:
+        committed = [
+            t for t in self.transactions(incident.id) if t.status is TransactionStatus.COMMITTED
+        ]
+        last = committed[-1] if committed else None
+        if last is not None and last.mu_after is not None and last.mu_after <= 0:
+            self.move(incident, S.RESOLVED, "Healthy after the transaction", mu=last.mu_after)
+        else:
+            self.move(
+                incident,
+                S.PLANNING,
+                "Better but not healthy: planning the next attempt",
+                attempt=incident.attempt + 1,
+            )
+
+    def _escalate(self, incident: Incident, escalation: Escalation) -> Incident | None:
+        after = self.move(
+            incident,
+            S.ESCALATED,
+            f"Escalated: {escalation.reason}",
+            data={"reason": escalation.reason, "runbook": escalation.runbook},
+        )
+        if after is not None:
+            self.notifier.notify(Escalated(incident=after, escalation=escalation))
+        return after
+
+    def _close(self, incident: Incident) -> None:
+        diagnosis = self.diagnosis(incident.id)
+        committed = [
+            plan_id
+            for plan_id in (
+                t.plan_id
+                for t in self.transactions(incident.id)
+                if t.status is TransactionStatus.COMMITTED
+            )
+            if plan_id
+        ]
+        resolution = "; ".join(self.plan(p).describe() for p in committed) or (
+            "escalated to a person" if incident.state is S.ESCALATED else "no change needed"
+        )
+        summary = (
+            f"{incident.title}: {incident.state.value}. Root cause "
+            f"{diagnosis.root_cause_service if diagnosis else 'unknown'} "
+            f"({diagnosis.category if diagnosis else 'unknown'}). Resolution: {resolution}."
+        )
+        closed = self.store.incidents.close(
+            incident.id,
+            at=self.clock.now(),
+            message=f"Closed ({incident.state.value})",
+            summary=summary,
+            root_cause_service=diagnosis.root_cause_service if diagnosis else None,
+            category=str(diagnosis.category) if diagnosis else None,
+            resolution=resolution,
+            expected=incident.state.value,
+        )
+        if closed:
+            self.notifier.notify(Closed(incident=self.incident(incident.id), summary=summary))
+
+
+def _nothing(_incident: Incident) -> None:
+    return None
+
+
+def _attempts_runbook(attempts: Sequence[Attempt]) -> str:
+    lines = ["What was tried (each attempt was validated and rolled back or committed):"]
+    for number, attempt in enumerate(attempts, start=1):
+        outcome = attempt.outcome
+        lines.append(f"{number}. {attempt.plan.describe()} → {outcome.kind}: {outcome.reason}")
+    return "\n".join(lines)

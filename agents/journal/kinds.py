@@ -1,0 +1,37 @@
+"""The kinds the change journal watches, and which part of each it tracks.
+
+A workload's or Service's *spec*, a ConfigMap's *data*: the parts people change on purpose
+and mitigations restore. Status and server-managed metadata change all the time and say
+nothing about who broke what. Secrets are never watched.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.model import JsonObject
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchedKind:
+    api_version: str
+    kind: str
+    fields: tuple[str, ...]  # the top-level fields tracked
+
+    def tracked(self, body: Mapping[str, Any]) -> JsonObject:
+        """The tracked part of an object body (a deep copy)."""
+        return {f: copy.deepcopy(body[f]) for f in self.fields if body.get(f) is not None}
+
+
+DEPLOYMENT = WatchedKind(api_version="apps/v1", kind="Deployment", fields=("spec",))
+STATEFUL_SET = WatchedKind(api_version="apps/v1", kind="StatefulSet", fields=("spec",))
+SERVICE = WatchedKind(api_version="v1", kind="Service", fields=("spec",))
+CONFIG_MAP = WatchedKind(api_version="v1", kind="ConfigMap", fields=("data", "binaryData"))
+
+WATCHED_KINDS: tuple[WatchedKind, ...] = (DEPLOYMENT, STATEFUL_SET, SERVICE, CONFIG_MAP)
+
+#: Kinds the journal refuses to watch, whatever it is configured with.
+NEVER_WATCHED = frozenset({"Secret"})

@@ -1,0 +1,73 @@
+"""Addresses in settings (`mongodb-geo:27017`, `http://cart:7070`) that name no Service of the
+namespace, or no port of it — and the address they most likely meant.
+
+A derived fix only: when the journal knows the old value, the planner restores that instead.
+The correction must be unambiguous (one Service within two edits of the host, one port) or
+there is none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.model import KubeObject
+
+_ADDRESS = re.compile(
+    r"^(?P<scheme>[a-z][a-z0-9+.-]*://)?(?P<host>[A-Za-z0-9-]+)(?P<domain>(\.[A-Za-z0-9-]+)*)"
+    r"(:(?P<port>\d+))?(?P<rest>/.*)?$"
+)
+MAX_EDITS = 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Correction:
+    value: str
+    why: str
+
+
+def _distance(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def _port_numbers(service: KubeObject) -> list[int]:
+    ports = (service.body.get("spec") or {}).get("ports") or []
+    return [int(p["port"]) for p in ports if isinstance(p, dict) and p.get("port")]
+
+
+def correct(value: str, services: list[KubeObject]) -> Correction | None:
+    """The address `value` should have been, or None when it is fine or the fix is unclear."""
+    match = _ADDRESS.match(value.strip())
+    if match is None:
+        return None
+    host, port = match["host"], match["port"]
+    by_name = {s.name: s for s in services}
+    why = ""
+    if host not in by_name:
+        distances = sorted((_distance(host, name), name) for name in by_name)
+        close = [(d, name) for d, name in distances if d <= MAX_EDITS]
+        if not close or (len(close) > 1 and close[0][0] == close[1][0]):
+            return None
+        host_fixed = close[0][1]
+        why = f"{host} is not a Service of the namespace; {host_fixed} is"
+    else:
+        host_fixed = host
+    numbers = _port_numbers(by_name[host_fixed])
+    port_fixed = port
+    if port is not None and numbers and int(port) not in numbers:
+        if len(numbers) != 1:
+            return None
+        port_fixed = str(numbers[0])
+        why = (why + "; " if why else "") + f"Service {host_fixed} has no port {port}"
+    if host_fixed == host and port_fixed == port:
+        return None
+    fixed = (
+        f"{match['scheme'] or ''}{host_fixed}{match['domain'] or ''}"
+        f"{':' + port_fixed if port_fixed else ''}{match['rest'] or ''}"
+    )
+    return Correction(value=fixed, why=why)

@@ -1,0 +1,313 @@
+"""`RulePlanner`: the mitigation planner of the STRATUS loop, by principle and without a model.
+
+    planner = RulePlanner(reader, journal, max_actions=5)
+    proposal = planner.plan(incident, diagnosis, attempts, now=clock.now())
+
+For each hypothesis of the diagnosis, best first, the rules (`agents.planning.rules`) turn
+its suspect — or, without one, the service's state and recent changes — into drafts: put the
+last known good back, else a fix derived from the cluster's state, else a generic restart.
+The planner ranks them (hypothesis order; a hypothesis an earlier attempt refuted goes last;
+within a hypothesis restore → derived → generic), splits any draft longer than K actions,
+drops every plan that already ran or was refused, and explains the choice against the earlier
+attempts. Two or more confident hypotheses on different services, each resting on a change that
+can be put back, are independent faults: one plan putting all of them back ranks first. It
+escalates instead when the best explanation is something no catalog action fixes (the network
+path, a database's users), or when every plan it can derive has been tried.
+
+The planner only reads. Admission and the server-side dry run stay with the state machine,
+which previews the candidates in this order and proposes the first admissible one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from agents.diagnosis.ports import JournalView
+from agents.diagnosis.suspect import Suspect, suspects_of
+from agents.model import Diagnosis, Hypothesis, Incident
+from agents.planning import reflection, runbooks
+from agents.planning.context import Context
+from agents.planning.drafts import Draft, Options, Tier
+from agents.planning.plan import Attempt, CandidatePlan, Escalation, Proposal
+from agents.planning.rules import options_for
+from agents.planning.rules_state import generic_step
+from agents.planning.subject import Subject
+from agents.policy import Policy
+from agents.ports import ClusterReader
+
+logger = logging.getLogger(__name__)
+
+#: Below this confidence an unfixable top hypothesis (the network, a database's users) does
+#: not stop the planner from first putting back a change another hypothesis rests on: under
+#: TNR that attempt is safe, and the escalation still follows if it does not help.
+CONFIDENT = 0.8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Considered:
+    index: int  # the hypothesis's rank in the diagnosis
+    hypothesis: Hypothesis
+    label: str
+    options: Options
+
+
+class RulePlanner:
+    def __init__(
+        self,
+        reader: ClusterReader,
+        journal: JournalView | None,
+        *,
+        max_actions: int = 5,
+        max_candidates: int = 8,
+        lookback: timedelta = timedelta(hours=2),
+        policy: Policy | None = None,
+    ) -> None:
+        """`max_actions` is K; with a `policy`, each namespace's own K (its `max_actions`)
+        applies instead."""
+        if max_actions < 1:
+            raise ValueError("max_actions must be ≥ 1")
+        self.reader = reader
+        self.journal = journal
+        self.max_actions = max_actions
+        self.max_candidates = max_candidates
+        self.lookback = lookback
+        self.policy = policy
+
+    def k_for(self, incident: Incident) -> int:
+        if self.policy is None:
+            return self.max_actions
+        return self.policy.for_namespace(incident.scope.namespace).limits.max_actions
+
+    def plan(
+        self,
+        incident: Incident,
+        diagnosis: Diagnosis,
+        attempts: Sequence[Attempt],
+        *,
+        now: datetime,
+    ) -> Proposal:
+        ctx = Context(
+            reader=self.reader,
+            journal=self.journal,
+            incident=incident,
+            now=now,
+            lookback=self.lookback,
+        )
+        considered = [
+            self._consider(ctx, diagnosis, i, h) for i, h in enumerate(diagnosis.hypotheses)
+        ]
+        if not considered:
+            return Proposal(
+                escalation=Escalation(
+                    reason="the diagnosis named no hypothesis", runbook=diagnosis.summary
+                )
+            )
+        top = considered[0]
+        if self._stops_at_top(considered):
+            assert top.options.escalation is not None
+            logger.info("planning %s: escalating, %s", incident.id, top.options.escalation.reason)
+            return Proposal(
+                escalation=top.options.escalation,
+                reflection=reflection.reflect(attempts, None),
+            )
+        candidates = self._ranked(considered, attempts, k=self.k_for(incident))
+        if not candidates and (generic := self._generic_for_top(ctx, top)) is not None:
+            # Before giving up on the best explanation (or escalating on another's runbook),
+            # the low-risk step for it: under TNR it is validated and undone if it does not help.
+            considered = [generic, *considered[1:]]
+            candidates = self._ranked(considered, attempts, k=self.k_for(incident))
+        if not candidates:
+            escalation = self._nothing_left(ctx, diagnosis, considered, attempts)
+            logger.info("planning %s: escalating, %s", incident.id, escalation.reason)
+            return Proposal(escalation=escalation, reflection=reflection.reflect(attempts, None))
+        logger.info(
+            "planning %s: %d candidate(s), first %s [%s]",
+            incident.id,
+            len(candidates),
+            candidates[0].content_hash[:12],
+            candidates[0].hypothesis,
+        )
+        return Proposal(
+            candidates=tuple(candidates),
+            reflection=reflection.reflect(attempts, candidates[0]),
+        )
+
+    # ------------------------------------------------------------------------ steps
+
+    def _consider(
+        self, ctx: Context, diagnosis: Diagnosis, index: int, hypothesis: Hypothesis
+    ) -> _Considered:
+        evidence = tuple(
+            diagnosis.evidence[i] for i in hypothesis.evidence if 0 <= i < len(diagnosis.evidence)
+        )
+        suspects: list[Suspect | None] = [*suspects_of(diagnosis, hypothesis)] or [None]
+        options = Options()
+        for suspect in suspects:
+            subject = Subject(hypothesis=hypothesis, suspect=suspect, evidence=evidence)
+            options += options_for(ctx, subject)
+        label = f"{hypothesis.service}: {hypothesis.category}"
+        return _Considered(index=index, hypothesis=hypothesis, label=label, options=options)
+
+    @staticmethod
+    def _generic_for_top(ctx: Context, top: _Considered) -> _Considered | None:
+        """The top hypothesis with the generic step drafted, when it has neither a plan nor
+        an escalation of its own (then nothing it could name was found to restore)."""
+        if top.options.drafts or top.options.escalation is not None:
+            return None
+        workload = ctx.workload_for(top.hypothesis.service)
+        if workload is None:
+            return None
+        options = generic_step(ctx, Subject(hypothesis=top.hypothesis, suspect=None), workload)
+        if not options.drafts:
+            return None
+        return replace(top, options=options)
+
+    @staticmethod
+    def _stops_at_top(considered: list[_Considered]) -> bool:
+        """The best explanation is one no catalog action fixes. One the diagnosis is not sure
+        of does not stop a restore that another hypothesis rests on."""
+        top = considered[0]
+        if top.options.escalation is None or top.options.drafts:
+            return False
+        if top.hypothesis.confidence >= CONFIDENT:
+            return True
+        return not any(d.tier is Tier.RESTORE for c in considered[1:] for d in c.options.drafts)
+
+    def _ranked(
+        self, considered: list[_Considered], attempts: Sequence[Attempt], *, k: int
+    ) -> list[CandidatePlan]:
+        """Hypothesis order, restore → derived → generic within one — except that a generic
+        restart for an alternative hypothesis waits until every specific fix has had its
+        turn — and whatever a refuted attempt points at (its hypothesis, the objects it
+        changed) last."""
+        seen = reflection.tried(attempts)
+        doubted = reflection.doubted(attempts)
+        touched = reflection.doubted_targets(attempts)
+        ranked: list[tuple[bool, bool, int, int, int, CandidatePlan]] = []
+        if (together := _together(considered, k)) is not None:
+            doubt = any(a.target in touched for a in together.actions)
+            ranked.append((doubt, False, -1, Tier.RESTORE, -1, together))
+        for c in considered:
+            for draft in c.options.drafts:
+                for part in _parts(draft, k):
+                    plan = CandidatePlan(
+                        actions=part.actions,
+                        rationale=part.rationale,
+                        hypothesis=c.label,
+                        confidence=round(c.hypothesis.confidence * draft.tier.weight, 2),
+                    )
+                    doubt = c.label in doubted or any(a.target in touched for a in part.actions)
+                    last_resort = draft.tier is Tier.GENERIC and c.index > 0
+                    ranked.append((doubt, last_resort, c.index, draft.tier, len(ranked), plan))
+        out: list[CandidatePlan] = []
+        for *_, plan in sorted(ranked, key=lambda r: r[:5]):
+            key = reflection.signature(plan.actions)
+            if plan.content_hash in seen or key in seen:
+                continue
+            seen |= {plan.content_hash, key}
+            out.append(plan)
+        return out[: self.max_candidates]
+
+    @staticmethod
+    def _nothing_left(
+        ctx: Context,
+        diagnosis: Diagnosis,
+        considered: list[_Considered],
+        attempts: Sequence[Attempt],
+    ) -> Escalation:
+        if attempts:
+            lines = [reflection.attempt_line(n, a) for n, a in enumerate(attempts, start=1)]
+            exhausted = runbooks.exhausted(ctx, diagnosis, attempts, lines)
+            unfixable = considered[0].options.escalation
+            if unfixable is None:
+                return exhausted
+            # The best explanation was one no plan can fix, and the plans for the others did
+            # not help: its runbook first, then what was tried.
+            return Escalation(
+                reason=f"{unfixable.reason}; {exhausted.reason}",
+                runbook=f"{unfixable.runbook}\n\n{exhausted.runbook}",
+            )
+        own = considered[0].options.escalation
+        if own is not None:
+            return own
+        # The best explanation has nothing to fix and no runbook of its own. Another
+        # hypothesis's runbook is not the diagnosis: it goes below, as what it would need.
+        top = considered[0].hypothesis
+        others = [c for c in considered[1:] if c.options.escalation is not None]
+        lines = [
+            f"The diagnosis: {diagnosis.summary}",
+            "Stratus found no object it could put back and no fix it could derive "
+            "from the cluster's state for any hypothesis:",
+            *(
+                f"- {c.label} ({c.hypothesis.confidence:.0%}): {c.hypothesis.explanation}"
+                for c in considered
+            ),
+            "A person should check the suspect objects against their source of truth.",
+        ]
+        if others:
+            first = others[0]
+            assert first.options.escalation is not None
+            lines += [
+                "",
+                f"If it is rather {first.label} ({first.hypothesis.confidence:.0%}): "
+                f"{first.options.escalation.reason}.",
+                first.options.escalation.runbook,
+            ]
+        return Escalation(
+            reason=f"no action in the catalog fits {top.service}: {top.category}",
+            runbook="\n".join(lines),
+        )
+
+
+def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:
+    """Independent faults at once: two or more confident hypotheses on different services,
+    each resting on a change that can be put back. Fixed one at a time, the first transaction
+    is judged while the other fault keeps spreading through shared callers, so μ rises and TNR
+    rightly cannot tell that from harm: the right fix is undone. Put back every such change in
+    one transaction instead — still validated, and undone as one if it does not help."""
+    chosen: list[tuple[_Considered, Draft]] = []
+    for c in considered:
+        if c.hypothesis.confidence < CONFIDENT:
+            continue
+        if any(c.hypothesis.service == other.hypothesis.service for other, _ in chosen):
+            continue
+        restore = next((d for d in c.options.drafts if d.tier is Tier.RESTORE), None)
+        if restore is not None:
+            chosen.append((c, restore))
+    actions = tuple(a for _, d in chosen for a in d.actions)
+    targets = {a.target for a in actions}
+    if len(chosen) < 2 or len(actions) > k or len(targets) < len(actions):
+        return None
+    return CandidatePlan(
+        actions=actions,
+        rationale=" ".join(
+            [
+                "Independent faults in "
+                + " and ".join(c.hypothesis.service for c, _ in chosen)
+                + ": each change is put back, in one transaction.",
+                *(f"{c.hypothesis.service}: {d.rationale}" for c, d in chosen),
+            ]
+        ),
+        hypothesis=" + ".join(c.label for c, _ in chosen),
+        confidence=round(min(c.hypothesis.confidence for c, _ in chosen), 2),
+    )
+
+
+def _parts(draft: Draft, k: int) -> list[Draft]:
+    """A draft of at most K actions, or its split into parts that each are."""
+    if len(draft.actions) <= k:
+        return [draft]
+    chunks = [draft.actions[i : i + k] for i in range(0, len(draft.actions), k)]
+    total = len(chunks)
+    return [
+        Draft(
+            tier=draft.tier,
+            actions=chunk,
+            rationale=f"{draft.rationale} (part {n} of {total}: at most {k} actions per "
+            "transaction)",
+        )
+        for n, chunk in enumerate(chunks, start=1)
+    ]

@@ -1,0 +1,77 @@
+"""Rolling a Deployment back: to which revision, and whether that would change anything.
+
+A rollback is the broadest "put it back" there is — the whole pod template as it was — so the
+planner pins the revision it means (the approver reads "revision 3", not "the previous one")
+and only proposes it when the rollout history shows a revision to go back to.
+"""
+
+from __future__ import annotations
+
+from agents.actions import RollbackWorkload
+from agents.model import KubeObject, RevisionInfo
+from agents.planning.context import STRATUS_MANAGER, Context
+from agents.planning.drafts import NOTHING, Draft, Options, Tier
+from agents.planning.subject import Subject
+
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def current_revision(workload: KubeObject, history: list[RevisionInfo]) -> int | None:
+    annotations = workload.metadata.get("annotations") or {}
+    text = str(annotations.get(REVISION, ""))
+    if text.isdigit():
+        return int(text)
+    return max((r.revision for r in history), default=None)
+
+
+def rollback_target(
+    ctx: Context, workload: KubeObject, *, container: str | None = None, image: str | None = None
+) -> RevisionInfo | None:
+    """The revision to roll back to: the newest earlier one that ran `image` in `container`
+    when that is known, else the newest earlier one (whose image differs, when a container is
+    named and its image is what is suspected)."""
+    history = ctx.revisions(workload)
+    if not history:
+        return None
+    current = current_revision(workload, history)
+    earlier = sorted(
+        (r for r in history if current is None or r.revision < current),
+        key=lambda r: r.revision,
+        reverse=True,
+    )
+    if container is not None and image is not None:
+        exact = [r for r in earlier if r.images.get(container) == image]
+        if exact:
+            return exact[0]
+    return earlier[0] if earlier else None
+
+
+def rollback(ctx: Context, workload: KubeObject, revision: RevisionInfo) -> RollbackWorkload:
+    return RollbackWorkload(
+        target=ctx.ref(workload.kind, workload.name), revision=revision.revision
+    )
+
+
+def template_changed(ctx: Context, workload: KubeObject) -> bool:
+    """Did someone other than Stratus change the pod template within the lookback?"""
+    return any(
+        c.manager != STRATUS_MANAGER and any(p.startswith("spec.template") for p in c.diff)
+        for c in ctx.changes_of(workload.kind, workload.name)
+    )
+
+
+def template_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
+    """Any other field of the pod template: the revision from before the change."""
+    revision = rollback_target(ctx, workload)
+    if revision is None or not template_changed(ctx, workload):
+        return NOTHING
+    return Options(
+        drafts=(
+            Draft(
+                tier=Tier.RESTORE,
+                actions=(rollback(ctx, workload, revision),),
+                rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+                f"template of {workload.name} from before it was changed.",
+            ),
+        )
+    )

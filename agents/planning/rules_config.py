@@ -1,0 +1,296 @@
+"""A wrong setting in a ConfigMap: restore the key, then make its readers read it again.
+
+Who must restart follows from *how* each workload reads the ConfigMap, found by reading the
+workloads: an env var (`configMapKeyRef` of that key, or `envFrom` of the whole map) and a
+`subPath` mount are read once, at container start, so those workloads get a
+`RolloutRestart`. A whole-volume mount is refreshed in place by the kubelet: a flag file its
+service watches (a feature-flag daemon) needs no restart at all — restarting it would only
+add risk — so for a flag the restore stands alone, with restore-and-restart as the
+alternative in case the reader does not reload.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agents.actions import Action, RolloutRestart, SetConfigMapKeys
+from agents.model import JsonObject, KubeObject
+from agents.planning.addresses import correct
+from agents.planning.context import Context, containers, pod_spec_of
+from agents.planning.drafts import NOTHING, Draft, Options, Tier
+from agents.planning.paths import Aspect, literal, short
+from agents.planning.plan import Escalation
+from agents.planning.rollback import rollback, rollback_target, template_changed
+from agents.planning.subject import UNKNOWN, Subject, was
+from agents.redact import looks_secret
+
+_FLAG_PATH = re.compile(r"\((?P<path>[\w.\-]+)\)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reader:
+    workload: KubeObject
+    how: str  # "env" | "envFrom" | "subPath" | "volume"
+
+    @property
+    def at_start(self) -> bool:
+        return self.how != "volume"
+
+
+def readers(ctx: Context, config_map: str, key: str | None) -> list[Reader]:
+    """The workloads that read `key` of `config_map` (any key when None), and how."""
+    found: list[Reader] = []
+    for workload in ctx.workloads():
+        how = _how(workload, config_map, key)
+        if how is not None:
+            found.append(Reader(workload=workload, how=how))
+    return found
+
+
+def _how(workload: KubeObject, config_map: str, key: str | None) -> str | None:
+    pod = pod_spec_of(workload.body)
+    volumes = {
+        str(v.get("name"))
+        for v in pod.get("volumes") or []
+        if isinstance(v, dict) and (v.get("configMap") or {}).get("name") == config_map
+    }
+    ways = set()
+    for c in containers(workload.body):
+        for env in c.get("env") or []:
+            ref = ((env or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
+            if ref.get("name") == config_map and (key is None or ref.get("key") == key):
+                ways.add("env")
+        for source in c.get("envFrom") or []:
+            if ((source or {}).get("configMapRef") or {}).get("name") == config_map:
+                ways.add("envFrom")
+        for mount in c.get("volumeMounts") or []:
+            if isinstance(mount, dict) and mount.get("name") in volumes:
+                ways.add("subPath" if mount.get("subPath") else "volume")
+    if volumes and not ways:
+        ways.add("volume")
+    for way in ("env", "envFrom", "subPath", "volume"):
+        if way in ways:
+            return way
+    return None
+
+
+def is_flag(subject: Subject, value: str | None) -> bool:
+    """A feature flag: the diagnosis says so, or the value is a flag document."""
+    suspect = subject.suspect
+    if suspect is not None and re.search(r"\bflag", suspect.reason, re.I):
+        return True
+    try:
+        doc = json.loads(value) if value else None
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("flags"), dict)
+
+
+def _restarts(ctx: Context, subject: Subject, workloads: list[KubeObject]) -> list[Action]:
+    first = subject.hypothesis.service
+    ordered = sorted(workloads, key=lambda w: (w.name != first, w.name))
+    stamp = ctx.now.isoformat()
+    return [
+        RolloutRestart(target=ctx.ref(w.kind, w.name), stamp=stamp)
+        for w in dict((w.name, w) for w in ordered).values()
+    ]
+
+
+def _names(workloads: list[KubeObject]) -> str:
+    return ", ".join(sorted({w.name for w in workloads}))
+
+
+def config_options(ctx: Context, subject: Subject) -> Options:
+    suspect, field = subject.suspect, subject.field
+    if suspect is None or field is None:
+        return NOTHING
+    config_map = ctx.get("ConfigMap", suspect.name)
+    if config_map is None:
+        return _missing(ctx, subject)
+    if field.aspect is not Aspect.CONFIG_KEY or field.key is None:
+        return NOTHING
+    key = field.key
+    data = config_map.body.get("data") or {}
+    live = data.get(key)
+    flag = is_flag(subject, live)
+    found = readers(ctx, config_map.name, key)
+    # A flag file mounted whole is re-read live; anything else is read when a container starts.
+    live_readers = [r.workload for r in found if flag and not r.at_start]
+    at_start = [r.workload for r in found if r.workload not in live_readers]
+
+    def from_journal(body: JsonObject) -> Any:
+        known = body.get("data")
+        if not isinstance(known, dict):
+            return UNKNOWN
+        value = known.get(key)
+        return None if value is None else str(value)
+
+    def from_text(text: str) -> Any:
+        if flag:
+            return _flag_restored(suspect.reason, live, text)
+        return text
+
+    options = NOTHING
+    # A secret is never restored from a record, whatever the record holds.
+    known = None if looks_secret(key) else was(ctx, suspect, from_journal, from_text=from_text)
+    if known is not None and known.value != live:
+        options += _drafts(
+            ctx,
+            subject,
+            restore=SetConfigMapKeys(target=config_map.ref, values={key: known.value}),
+            at_start=at_start,
+            live_readers=live_readers,
+            tier=Tier.RESTORE,
+            why=f"{key} was {short(known.value)} according to {known.source}",
+        )
+    elif known is not None:
+        options += _stale(ctx, subject, config_map, key, at_start)
+    if isinstance(live, str):
+        fix = correct(live, ctx.services())
+        if fix is not None:
+            options += _drafts(
+                ctx,
+                subject,
+                restore=SetConfigMapKeys(target=config_map.ref, values={key: fix.value}),
+                at_start=at_start,
+                live_readers=live_readers,
+                tier=Tier.DERIVED,
+                why=f"{fix.why}, so {key} should be {fix.value!r}",
+            )
+    return options
+
+
+def _stale(
+    ctx: Context, subject: Subject, config_map: KubeObject, key: str, at_start: list[KubeObject]
+) -> Options:
+    """The key is as it should be, but pods that started before its last change still hold
+    the old value (a restore whose restarts did not all fit one transaction, or a fix made
+    by hand): restart those readers."""
+    changes = [c for c in ctx.changes_of("ConfigMap", config_map.name) if f"data.{key}" in c.diff]
+    if not changes:
+        return NOTHING
+    changed_at = changes[-1].at
+    stale = [
+        w
+        for w in at_start
+        if any(p.created_at is not None and p.created_at < changed_at for p in ctx.pods_of(w))
+    ]
+    if not stale:
+        return NOTHING
+    return Options(
+        drafts=(
+            Draft(
+                tier=Tier.DERIVED,
+                actions=tuple(_restarts(ctx, subject, stale)),
+                rationale=f"{subject.statement()}. {key} changed at "
+                f"{changed_at.strftime('%H:%M:%SZ')}, after the pods of {_names(stale)} "
+                "started; they read it only at start, so this restarts them.",
+            ),
+        )
+    )
+
+
+def _drafts(
+    ctx: Context,
+    subject: Subject,
+    *,
+    restore: SetConfigMapKeys,
+    at_start: list[KubeObject],
+    live_readers: list[KubeObject],
+    tier: Tier,
+    why: str,
+) -> Options:
+    text = f"{subject.statement()}. {why}; this sets it back"
+    if at_start:
+        one = len({w.name for w in at_start}) == 1
+        text += f" and restarts {_names(at_start)}, which " + (
+            "reads it only when its containers start" if one else "read it only at start"
+        )
+    if live_readers:
+        one = len({w.name for w in live_readers}) == 1
+        text += f"; {_names(live_readers)} " + (
+            "reads the mounted file live" if one else "read the mounted file live"
+        )
+        text += ", so it needs no restart" if one else ", so they need no restart"
+    main = Draft(
+        tier=tier,
+        actions=(restore, *_restarts(ctx, subject, at_start)),
+        rationale=text + ".",
+    )
+    drafts = [main]
+    if live_readers:
+        drafts.append(
+            Draft(
+                tier=Tier.GENERIC,
+                actions=(restore, *_restarts(ctx, subject, at_start + live_readers)),
+                rationale=f"{subject.statement()}. {why}; this sets it back and also restarts "
+                f"{_names(live_readers)}, in case the file is not reloaded live.",
+            )
+        )
+    return Options(drafts=tuple(drafts))
+
+
+def _flag_restored(reason: str, live: str | None, old_leaf: str) -> Any:
+    """The flag document with the one flag the diagnosis names set back to its old value
+    (when the journal has no copy of the whole document)."""
+    match = _FLAG_PATH.search(reason)
+    if match is None or live is None:
+        return UNKNOWN
+    try:
+        doc = json.loads(live)
+    except ValueError:
+        return UNKNOWN
+    node = doc
+    parts = match["path"].split(".")
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return UNKNOWN
+    if not isinstance(node, dict) or parts[-1] not in node:
+        return UNKNOWN
+    value = literal(old_leaf)
+    node[parts[-1]] = value
+    return json.dumps(doc, indent=2) if "\n" in live else json.dumps(doc)
+
+
+def _missing(ctx: Context, subject: Subject) -> Options:
+    """A ConfigMap its readers need does not exist: creating it is outside the catalog (it
+    has no snapshot to undo to), but a template change that renamed it can be rolled back."""
+    suspect = subject.suspect
+    assert suspect is not None
+    drafts: list[Draft] = []
+    workload = ctx.workload_for(subject.hypothesis.service)
+    if workload is not None and template_changed(ctx, workload):
+        revision = rollback_target(ctx, workload)
+        if revision is not None:
+            drafts.append(
+                Draft(
+                    tier=Tier.RESTORE,
+                    actions=(rollback(ctx, workload, revision),),
+                    rationale=f"{subject.statement()}. {workload.name}'s pod template changed "
+                    f"recently; revision {revision.revision} is from before that change.",
+                )
+            )
+    readers_text = _names([r.workload for r in readers(ctx, suspect.name, None)]) or "its readers"
+    return Options(
+        drafts=tuple(drafts),
+        escalation=Escalation(
+            reason=f"ConfigMap {suspect.name} does not exist; creating an object is not an "
+            "action Stratus can undo",
+            runbook="\n".join(
+                [
+                    f"1. Find where ConfigMap {suspect.name} should come from (the app's "
+                    "manifests, Helm chart or GitOps repository) and whether it was deleted or "
+                    "renamed: `kubectl -n "
+                    f"{ctx.namespace} get events --field-selector reason=Failed`.",
+                    f"2. Re-create it from source control: `kubectl -n {ctx.namespace} apply "
+                    "-f <manifest>` (never from memory: its values may be secrets).",
+                    f"3. Restart {readers_text} so that they read it: `kubectl -n "
+                    f"{ctx.namespace} rollout restart deployment/<name>`.",
+                ]
+            ),
+        ),
+    )

@@ -1,0 +1,206 @@
+"""Severity μ: the externally visible health of an incident's scope (DESIGN section 3).
+
+μ is a weighted sum of three things a user of the system would notice:
+
+* firing alerts in the namespace, weighted by their severity label;
+* SLO violations of its services — error ratio and p99 latency — in tiers, so that "80 % of
+  requests fail" weighs more than "6 % fail";
+* lost capacity: replicas a workload wants but does not have available, and pods that cannot
+  be scheduled.
+
+Every term is a small integer count times a weight. That is deliberate: the engine compares
+μ before and after a transaction, and a sum of discrete terms does not flip on measurement
+noise the way a raw ratio would. μ = 0 is healthy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from agents.errors import ClusterError, MetricsError
+from agents.model import Scope
+from agents.ports import ClusterReader, MetricsSource
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SeverityWeights:
+    alert_critical: float = 3.0
+    alert_warning: float = 1.0
+    error_slo: float = 2.0  # per tier of error-ratio violation, per service
+    latency_slo: float = 1.0  # per tier of latency violation, per service
+    lost_replica: float = 1.0  # per unavailable replica
+    unschedulable_pod: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slo:
+    error_ratio: float = 0.05
+    latency_p99_ms: float = 800.0
+    min_request_rate: float = 0.05  # below this a service's ratios are not meaningful
+
+
+#: Error-ratio tiers above the SLO: a violation counts once per threshold crossed.
+ERROR_TIERS = (0.25, 0.5, 0.9)
+LATENCY_TIERS = (2.0, 5.0)  # multiples of the latency SLO
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Severity:
+    """One measurement of μ with its breakdown (for messages, audit records and charts)."""
+
+    mu: float
+    alerts: float = 0.0
+    slo: float = 0.0
+    capacity: float = 0.0
+    findings: tuple[str, ...] = ()  # human lines: "geo: error ratio 83% (SLO 5%)"
+    per_service: Mapping[str, float] = field(default_factory=dict)
+    partial: bool = False  # a source failed; the figure is a lower bound
+    #: Services with any trouble now: an SLO or capacity finding, or a firing alert.
+    trouble: frozenset[str] = frozenset()
+
+    @property
+    def measured_trouble(self) -> frozenset[str]:
+        """Services in trouble by direct measurement (SLOs, capacity), not by alerts, which
+        lag behind the fault and name callers and callees alike."""
+        return frozenset(self.per_service)
+
+    @property
+    def healthy(self) -> bool:
+        return self.mu <= 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "mu": self.mu,
+            "alerts": self.alerts,
+            "slo": self.slo,
+            "capacity": self.capacity,
+            "findings": list(self.findings),
+            "per_service": dict(self.per_service),
+            "partial": self.partial,
+        }
+
+
+def error_tier(ratio: float, slo: Slo) -> int:
+    if ratio <= slo.error_ratio:
+        return 0
+    return 1 + sum(1 for t in ERROR_TIERS if ratio > t)
+
+
+def latency_tier(p99_ms: float, slo: Slo) -> int:
+    if p99_ms <= slo.latency_p99_ms:
+        return 0
+    return 1 + sum(1 for m in LATENCY_TIERS if p99_ms > m * slo.latency_p99_ms)
+
+
+class SeverityMeter:
+    def __init__(
+        self,
+        *,
+        reader: ClusterReader,
+        metrics: MetricsSource | None,
+        weights: SeverityWeights | None = None,
+        slo: Slo | None = None,
+        window_s: int = 60,
+    ) -> None:
+        self._reader = reader
+        self._metrics = metrics
+        self._weights = weights or SeverityWeights()
+        self._slo = slo or Slo()
+        self._window_s = window_s
+
+    @property
+    def slo(self) -> Slo:
+        return self._slo
+
+    def measure(
+        self,
+        scope: Scope,
+        *,
+        window_s: int | None = None,
+        alerts_since: datetime | None = None,
+        known_trouble: frozenset[str] = frozenset(),
+    ) -> Severity:
+        """μ now. `window_s`: the window of the SLO figures.
+
+        For validation, the alert term counts only *new* trouble: alerts that started at or
+        after `alerts_since`, on services not in `known_trouble` (those already failing before
+        the transaction). Alert rules smooth over windows and have `for:` delays, so alerts
+        about a fault keep starting — and keep firing — minutes after the fact; the SLO and
+        capacity terms, measured over the window, say how the scope is doing now."""
+        w = self._weights
+        findings: list[str] = []
+        per_service: dict[str, float] = {}
+        partial = False
+        alerts = slo_term = capacity = 0.0
+        troubled: set[str] = set()
+
+        if self._metrics is not None:
+            try:
+                for alert in self._metrics.firing_alerts(scope.namespace):
+                    if alert.service:
+                        troubled.add(alert.service)
+                    if alerts_since is not None and (
+                        alert.starts_at < alerts_since or alert.service in known_trouble
+                    ):
+                        continue
+                    weight = w.alert_critical if alert.severity == "critical" else w.alert_warning
+                    alerts += weight
+                    findings.append(f"alert {alert.name} firing ({alert.service or 'namespace'})")
+                signals = self._metrics.golden_signals(
+                    scope.namespace, window_s=window_s or self._window_s
+                )
+            except MetricsError as e:
+                logger.warning("severity of %s without metrics: %s", scope.key, e)
+                partial, signals = True, {}
+            for name, s in sorted(signals.items()):
+                if s.request_rate < self._slo.min_request_rate:
+                    continue
+                e_tier = error_tier(s.error_ratio, self._slo)
+                l_tier = latency_tier(s.latency_p99_ms, self._slo)
+                score = e_tier * w.error_slo + l_tier * w.latency_slo
+                if e_tier:
+                    findings.append(
+                        f"{name}: error ratio {s.error_ratio:.0%} (SLO {self._slo.error_ratio:.0%})"
+                    )
+                if l_tier:
+                    findings.append(
+                        f"{name}: p99 latency {s.latency_p99_ms:.0f} ms "
+                        f"(SLO {self._slo.latency_p99_ms:.0f} ms)"
+                    )
+                if score:
+                    per_service[name] = per_service.get(name, 0.0) + score
+                    slo_term += score
+
+        try:
+            for wl in self._reader.workloads(scope.namespace):
+                lost = wl.lost_replicas
+                if lost:
+                    capacity += lost * w.lost_replica
+                    per_service[wl.name] = per_service.get(wl.name, 0.0) + lost * w.lost_replica
+                    findings.append(
+                        f"{wl.name}: {wl.available_replicas}/{wl.replicas} available, "
+                        f"{wl.updated_replicas}/{wl.replicas} updated"
+                    )
+            pending = [p for p in self._reader.pods(scope.namespace) if p.unschedulable_message]
+            if pending:
+                capacity += len(pending) * w.unschedulable_pod
+                findings.append(f"{len(pending)} pod(s) cannot be scheduled")
+        except ClusterError as e:
+            logger.warning("severity of %s without cluster state: %s", scope.key, e)
+            partial = True
+
+        return Severity(
+            trouble=frozenset(troubled | set(per_service)),
+            mu=round(alerts + slo_term + capacity, 3),
+            alerts=alerts,
+            slo=slo_term,
+            capacity=capacity,
+            findings=tuple(findings),
+            per_service=per_service,
+            partial=partial,
+        )

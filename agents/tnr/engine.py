@@ -1,0 +1,650 @@
+"""The Transactional No-Regression engine (DESIGN section 3, rules 1–6).
+
+A transaction is a bounded batch of typed actions. For each action, in order: read the live
+object, compute the desired write, dry-run it on the server, persist a write-ahead undo entry
+holding the snapshot, check the fencing token, write, record the resourceVersion produced.
+Then validate (settle, sustain) and commit iff μ_after ≤ μ_before ≤ μ0; otherwise pop the undo
+stack LIFO and re-measure — if μ is not back to ≤ μ_before, escalate at once.
+
+The engine is the only code that writes to a cluster. Every step is an audit record.
+`checkpoint(name)` is called at each point of the write path where a crash would leave
+distinct state behind; the crash harness kills the process there, production passes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from enum import StrEnum
+
+from agents.actions import Action, Replace, Write, action_to_json, admit
+from agents.actions.snapshot import clean, comparable, unified_diff
+from agents.errors import ClusterError, Conflict, Inadmissible, LockLost
+from agents.model import (
+    IncidentId,
+    JsonObject,
+    KubeObject,
+    ObjectRef,
+    Outcome,
+    OutcomeKind,
+    PlanId,
+    Scope,
+    TransactionId,
+    TransactionStatus,
+    UndoState,
+)
+from agents.ports import Clock, ClusterReader, ClusterWriter
+from agents.severity import Severity, SeverityMeter
+from agents.tnr.limits import TnrLimits
+from agents.tnr.lock import WriterLock
+from agents.tnr.ports import Ledger
+from agents.tnr.preview import PreviewedAction, preview
+from agents.tnr.records import Snapshot, TransactionRecord
+from agents.tnr.restore import Restorer
+from agents.tnr.validation import DeadlineExceeded, Validator
+
+logger = logging.getLogger(__name__)
+
+Checkpoint = Callable[[str], None]
+
+_WRITE_RETRIES = 3
+
+
+class Step(StrEnum):
+    LOCKED = "locked"
+    DRY_RUN = "dry_run"
+    WRITE = "write"
+    SETTLE = "settle"
+    SUSTAIN = "sustain"
+    COMMITTED = "committed"
+    ABORTING = "aborting"
+    RESTORE = "restore"
+    ABORTED = "aborted"
+    ESCALATED = "escalated"
+    UNDO = "undo"
+    UNDONE = "undone"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """One step of a running transaction, for the in-place progress message."""
+
+    transaction_id: TransactionId
+    step: Step
+    message: str
+    done: int = 0
+    total: int = 0
+    mu: float | None = None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def _silent(_progress: Progress) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransactionRequest:
+    scope: Scope
+    actions: tuple[Action, ...]
+    mu0: float  # the incident's baseline: no transaction may end above it
+    actor: str  # who approved ("U123", "policy:auto-low-risk", "recovery")
+    incident_id: IncidentId | None = None
+    plan_id: PlanId | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineOptions:
+    """Ablations for the benchmark's baselines. Production runs with both on."""
+
+    validate: bool = True  # off: commit right after the writes (the naive agent)
+    rollback: bool = True  # off: a failed validation commits anyway (the no-undo ablation)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    commit: bool
+    healthy: bool
+    reason: str
+
+
+class DryRunFailed(ClusterError):
+    """The server refused the dry run of an action: it was not executed."""
+
+    def __init__(self, action: Action, error: ClusterError) -> None:
+        super().__init__(f"dry run of '{action.describe()}' failed: {error}")
+        self.action = action
+        self.error = error
+
+
+def verdict(*, mu_before: float, mu_after: float, mu0: float, require_progress: bool) -> Verdict:
+    """Commit iff μ_after ≤ μ_before and μ_after ≤ μ0 (rule 5); with `require_progress`, an
+    unhealthy scope must also be strictly better than before."""
+    healthy = mu_after <= 0.0
+    if mu_after > mu_before:
+        return Verdict(
+            commit=False, healthy=healthy, reason=f"μ rose from {mu_before:g} to {mu_after:g}"
+        )
+    if mu_after > mu0:
+        return Verdict(
+            commit=False, healthy=healthy, reason=f"μ {mu_after:g} is above the baseline μ0 {mu0:g}"
+        )
+    if require_progress and not healthy and mu_after >= mu_before:
+        return Verdict(
+            commit=False, healthy=False, reason=f"no improvement (μ stayed at {mu_after:g})"
+        )
+    if healthy:
+        return Verdict(commit=True, healthy=True, reason="healthy")
+    return Verdict(
+        commit=True, healthy=False, reason=f"μ improved from {mu_before:g} to {mu_after:g}"
+    )
+
+
+@dataclass(slots=True)
+class _Run:
+    """Mutable bookkeeping of one run (never persisted: the ledger is the record)."""
+
+    tx: TransactionRecord
+    lock: WriterLock
+    request: TransactionRequest
+    mu_before: float
+    deadline: float
+    emit: ProgressCallback
+    #: Services already in trouble when the transaction began: alerts about them that start
+    #: later are the fault's own lag, not new trouble the transaction caused.
+    trouble: frozenset[str] = frozenset()
+    applied: int = 0
+    targets: list[ObjectRef] = field(default_factory=list)
+
+    def say(
+        self, step: Step, message: str, *, mu: float | None = None, done: int | None = None
+    ) -> None:
+        self.emit(
+            Progress(
+                transaction_id=self.tx.id,
+                step=step,
+                message=message,
+                done=self.applied if done is None else done,
+                total=len(self.request.actions),
+                mu=mu,
+            )
+        )
+
+
+class TransactionEngine:
+    def __init__(
+        self,
+        *,
+        reader: ClusterReader,
+        writer: ClusterWriter,
+        meter: SeverityMeter,
+        ledger: Ledger,
+        clock: Clock,
+        holder: str,
+        limits: TnrLimits | None = None,
+        options: EngineOptions | None = None,
+        field_manager: str = "stratus",
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._meter = meter
+        self._ledger = ledger
+        self._clock = clock
+        self._holder = holder
+        self.limits = limits or TnrLimits()
+        self.options = options or EngineOptions()
+        self._field_manager = field_manager
+        self._checkpoint = checkpoint or (lambda _name: None)
+        self._validator = Validator(reader=reader, meter=meter, clock=clock, limits=self.limits)
+        self.restorer = Restorer(
+            reader=reader, writer=writer, ledger=ledger, clock=clock, field_manager=field_manager
+        )
+
+    # --------------------------------------------------------------------------- helpers
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    @property
+    def meter(self) -> SeverityMeter:
+        return self._meter
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def lock(self, scope: Scope, *, wait_s: float | None = None) -> WriterLock:
+        """A writer lock with a holder identity of its own: two runs in one process (two
+        worker threads) exclude each other like two processes do. A crashed run's lease is
+        left to expire; recovery takes the scope only then."""
+        return WriterLock(
+            self._ledger,
+            self._clock,
+            scope=scope,
+            holder=f"{self._holder}#{uuid.uuid4().hex[:8]}",
+            ttl_s=self.limits.lock_ttl_s,
+            wait_s=self.limits.lock_wait_s if wait_s is None else wait_s,
+            poll_s=min(1.0, self.limits.poll_s),
+        )
+
+    def _audit(self, verb: str, run: _Run, detail: JsonObject) -> None:
+        self._ledger.audit(
+            verb,
+            actor=run.request.actor,
+            scope=run.request.scope,
+            at=self._clock.now(),
+            transaction_id=run.tx.id,
+            incident_id=run.request.incident_id,
+            detail=detail,
+        )
+
+    def measure(self, scope: Scope) -> Severity:
+        return self._meter.measure(scope)
+
+    def preview(self, scope: Scope, actions: Sequence[Action]) -> list[PreviewedAction]:
+        """Admission and a server-side dry run of each action, with the diff an approver reads.
+        Writes nothing and takes no lock."""
+        return preview(
+            self._reader, self._writer, scope, actions, field_manager=self._field_manager
+        )
+
+    # ------------------------------------------------------------------------------- run
+
+    def _refuse(self, request: TransactionRequest) -> Outcome | None:
+        reasons: list[str] = []
+        if len(request.actions) > self.limits.max_actions:
+            reasons.append(
+                f"{len(request.actions)} actions exceed the limit K = {self.limits.max_actions}"
+            )
+        if not request.actions:
+            reasons.append("the plan has no actions")
+        for action in request.actions:
+            try:
+                admit(action, request.scope)
+            except Inadmissible as e:
+                reasons.append(str(e))
+        if not reasons:
+            return None
+        reason = "; ".join(reasons)
+        self._ledger.audit(
+            "refuse",
+            actor=request.actor,
+            scope=request.scope,
+            at=self._clock.now(),
+            incident_id=request.incident_id,
+            detail={"reason": reason, "actions": [action_to_json(a) for a in request.actions]},
+        )
+        logger.info("transaction refused before any write: %s", reason)
+        return Outcome(
+            transaction_id=TransactionId(""),
+            kind=OutcomeKind.REFUSED,
+            mu_before=request.mu0,
+            mu_after=None,
+            healthy=False,
+            reason=reason,
+        )
+
+    def run(
+        self, request: TransactionRequest, *, on_progress: ProgressCallback | None = None
+    ) -> Outcome:
+        """Execute `request` as one transaction. Raises `LockBusy` when the scope stayed busy
+        and `LockLost` when the lease was taken over mid-way (recovery finishes the job)."""
+        refused = self._refuse(request)
+        if refused is not None:
+            return refused
+        lock = self.lock(request.scope)
+        lock.acquire()
+        try:
+            now = self._clock.now()
+            # μ_before is measured the way validation measures μ_after: SLOs and capacity
+            # now, plus alerts that *start* from here on. Counting the alerts already firing
+            # on one side only would make a change that does nothing look like progress
+            # (they are not counted after) or a working fix look like a regression.
+            before = self._meter.measure(
+                request.scope,
+                alerts_since=now,
+                window_s=max(1, int(self.limits.before_window_s)),
+            )
+            found = self._meter.measure(request.scope)
+            tx = self._ledger.open_transaction(
+                scope=request.scope,
+                incident_id=request.incident_id,
+                plan_id=request.plan_id,
+                fencing_token=lock.token,
+                mu0=request.mu0,
+                mu_before=before.mu,
+                started_at=now,
+                deadline_at=now + timedelta(seconds=self.limits.deadline_s),
+                holder=self._holder,
+            )
+            run = _Run(
+                tx=tx,
+                lock=lock,
+                request=request,
+                mu_before=before.mu,
+                deadline=self._clock.monotonic() + self.limits.deadline_s,
+                emit=on_progress or _silent,
+                trouble=found.trouble | before.trouble,
+            )
+            self._audit(
+                "lock",
+                run,
+                {"token": lock.token, "mu_before": before.as_dict(), "mu_found": found.as_dict()},
+            )
+            run.say(Step.LOCKED, f"Writer lock held; μ = {before.mu:g}", mu=before.mu)
+            return self._execute(run)
+        except LockLost:
+            logger.error("lock on %s lost mid-transaction; recovery finishes it", request.scope.key)
+            raise
+        finally:
+            lock.release()
+
+    def _outcome(
+        self,
+        run: _Run,
+        kind: OutcomeKind,
+        reason: str,
+        *,
+        mu_after: float | None,
+        restored: int = 0,
+    ) -> Outcome:
+        return Outcome(
+            transaction_id=run.tx.id,
+            kind=kind,
+            mu_before=run.mu_before,
+            mu_after=mu_after,
+            healthy=mu_after is not None and mu_after <= 0.0,
+            reason=reason,
+            actions_applied=run.applied,
+            restored=restored,
+        )
+
+    def _execute(self, run: _Run) -> Outcome:
+        try:
+            for action in run.request.actions:
+                self._apply(run, action)
+        except (ClusterError, Inadmissible, DeadlineExceeded) as e:
+            if self.options.rollback:
+                return self._abort(run, reason=str(e), mu_after=None)
+            self._finish(run, TransactionStatus.ABORTED, "abort", reason=str(e), rollback=False)
+            return self._outcome(run, OutcomeKind.ABORTED, str(e), mu_after=None)
+
+        if not self.options.validate:
+            reason = "committed without validation"
+            self._finish(run, TransactionStatus.COMMITTED, "commit", reason=reason, validated=False)
+            return self._outcome(run, OutcomeKind.COMMITTED, reason, mu_after=None)
+
+        self._ledger.set_status(run.tx.id, TransactionStatus.VALIDATING)
+        try:
+            run.say(Step.SETTLE, "Waiting for rollouts to converge")
+            settled = self._validator.settle(
+                run.request.scope,
+                run.targets,
+                run.lock,
+                run.deadline,
+                on_tick=lambda: self._checkpoint("settle"),
+            )
+            run.say(Step.SUSTAIN, f"Watching the scope for {self.limits.sustain_s:.0f}s")
+
+            def sample(severity: Severity) -> None:
+                self._checkpoint("sustain")
+                run.say(Step.SUSTAIN, "Sustain window", mu=severity.mu)
+
+            after = self._validator.sustain(
+                run.request.scope,
+                run.lock,
+                run.deadline,
+                known_trouble=run.trouble,
+                on_sample=sample,
+            )
+        except DeadlineExceeded as e:
+            return self._abort(run, reason=str(e), mu_after=None)
+
+        decision = verdict(
+            mu_before=run.mu_before,
+            mu_after=after.mu,
+            mu0=run.request.mu0,
+            require_progress=self.limits.require_progress,
+        )
+        figures: JsonObject = {
+            "passed": decision.commit,
+            "reason": decision.reason,
+            "mu_before": run.mu_before,
+            "mu_after": after.mu,
+            "mu0": run.request.mu0,
+            "settled": settled.converged,
+            "settle_s": settled.waited_s,
+            "pending": list(settled.pending),
+            "severity": after.as_dict(),
+        }
+        # Recorded before the commit: a crash after this line commits on recovery.
+        self._ledger.set_status(
+            run.tx.id, TransactionStatus.VALIDATING, mu_after=after.mu, validation=figures
+        )
+        self._audit("validate", run, figures)
+        if decision.commit or not self.options.rollback:
+            self._checkpoint("commit")
+            self._finish(
+                run,
+                TransactionStatus.COMMITTED,
+                "commit",
+                reason=decision.reason,
+                mu_after=after.mu,
+                healthy=decision.healthy,
+            )
+            run.say(Step.COMMITTED, f"Committed: {decision.reason}", mu=after.mu)
+            return self._outcome(run, OutcomeKind.COMMITTED, decision.reason, mu_after=after.mu)
+        return self._abort(run, reason=decision.reason, mu_after=after.mu)
+
+    def _finish(
+        self,
+        run: _Run,
+        status: TransactionStatus,
+        verb: str,
+        *,
+        reason: str,
+        mu_after: float | None = None,
+        **detail: object,
+    ) -> None:
+        self._ledger.set_status(
+            run.tx.id, status, mu_after=mu_after, reason=reason, ended_at=self._clock.now()
+        )
+        self._audit(verb, run, {"reason": reason, "mu_after": mu_after, **detail})
+
+    def _apply(self, run: _Run, action: Action) -> None:
+        """One action: read, dry-run, persist the undo entry, fence, write, record."""
+        described = action.describe()
+        for attempt in range(_WRITE_RETRIES):
+            if self._clock.monotonic() >= run.deadline:
+                limit = self.limits.deadline_s
+                raise DeadlineExceeded(f"Δ = {limit:.0f}s ran out before '{described}'")
+            live = self._reader.get(action.target)
+            write = action.desired(live, self._reader)
+            as_json = action_to_json(action)
+            try:
+                diff = self._dry_run(live, write)
+            except Conflict:
+                continue
+            except ClusterError as e:
+                self._audit("dry_run", run, {"action": as_json, "ok": False, "error": str(e)})
+                raise DryRunFailed(action, e) from e
+            self._audit("dry_run", run, {"action": as_json, "ok": True, "diff": diff})
+            run.say(Step.DRY_RUN, f"Dry run passed: {described}")
+
+            self._checkpoint("before_undo_entry")
+            seq = len(self._ledger.stack(run.tx.id))
+            rv = live.resource_version
+            entry = self._ledger.push(
+                transaction_id=run.tx.id,
+                seq=seq,
+                action=action,
+                target=action.target,
+                snapshot=Snapshot(existed=True, object=clean(live.body), base_resource_version=rv),
+                at=self._clock.now(),
+            )
+            target = str(action.target)
+            detail: JsonObject = {"entry": entry.id, "seq": seq, "target": target, "rv": rv}
+            self._audit("snapshot", run, detail)
+            self._checkpoint("after_undo_entry")
+
+            run.lock.fence()
+            try:
+                produced_rv, produced = self._write(live, write)
+            except Conflict:
+                # Nothing was written; the entry stays behind as a skipped record of the try.
+                self._ledger.mark_skipped(entry.id, at=self._clock.now())
+                logger.info("write of %s conflicted (try %d); re-reading", target, attempt + 1)
+                continue
+            self._checkpoint("after_write")
+            self._ledger.mark_applied(
+                entry.id,
+                produced_resource_version=produced_rv,
+                produced=produced,
+                at=self._clock.now(),
+            )
+            run.applied += 1
+            run.targets.append(action.target)
+            detail = {"entry": entry.id, "action": as_json, "description": described}
+            self._audit("write", run, {**detail, "resource_version": produced_rv})
+            run.say(Step.WRITE, described)
+            return
+        raise Conflict(f"{action.target} kept changing; '{described}' was not applied")
+
+    def _dry_run(self, live: KubeObject, write: Write) -> str:
+        if isinstance(write, Replace):
+            dry = self._writer.replace(write.obj, dry_run=True, field_manager=self._field_manager)
+            return unified_diff(live.body, dry.body, name=str(write.obj.ref))
+        self._writer.delete(write.ref, dry_run=True, resource_version=live.resource_version)
+        return f"- {write.ref}"
+
+    def _write(self, live: KubeObject, write: Write) -> tuple[str | None, JsonObject | None]:
+        if isinstance(write, Replace):
+            result = self._writer.replace(write.obj, field_manager=self._field_manager)
+            return result.resource_version, comparable(result.body)
+        self._writer.delete(write.ref, resource_version=live.resource_version)
+        return None, None
+
+    # ----------------------------------------------------------------------------- abort
+
+    def _abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
+        self._ledger.set_status(run.tx.id, TransactionStatus.ABORTING, reason=reason)
+        self._audit("abort", run, {"reason": reason, "mu_after": mu_after})
+        run.say(Step.ABORTING, f"Rolling back: {reason}", mu=mu_after)
+        return self._finish_abort(run, reason=reason, mu_after=mu_after)
+
+    def _finish_abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
+        """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6)."""
+        restored = 0
+        targets: list[ObjectRef] = []
+        for entry in self._ledger.stack(run.tx.id):
+            if entry.state not in (UndoState.PENDING, UndoState.APPLIED):
+                continue
+            result = self.restorer.restore(
+                entry, run.lock, scope=run.request.scope, actor=run.request.actor
+            )
+            restored += 1
+            targets.append(entry.target)
+            run.say(Step.RESTORE, f"Restored {entry.target}: {result.note}", done=restored)
+            self._checkpoint("abort_restore")
+        # The abort must finish whatever Δ says: it gets a fresh window of its own.
+        deadline = self._clock.monotonic() + self.limits.deadline_s
+        try:
+            self._validator.settle(run.request.scope, targets, run.lock, deadline)
+            after = self._validator.sustain(
+                run.request.scope, run.lock, deadline, known_trouble=run.trouble
+            )
+        except DeadlineExceeded:
+            after = self._meter.measure(run.request.scope)
+        # Back means the rollback undid what the transaction did. μ may still be above
+        # μ_before because the fault itself keeps spreading (caches expire, retries pile up):
+        # that is not ours as long as every service in trouble now was in trouble before.
+        # Trouble on a service that was healthy before the transaction is what escalates.
+        new_trouble = sorted(after.measured_trouble - run.trouble)
+        back = after.mu <= run.mu_before or not new_trouble
+        final = reason
+        if not back:
+            final = (
+                f"{reason}; after the rollback μ is {after.mu:g}, above {run.mu_before:g}, "
+                f"with new trouble on {', '.join(new_trouble)}"
+            )
+        elif after.mu > run.mu_before:
+            final = (
+                f"{reason}; rolled back (μ {after.mu:g} is the fault's own course: only "
+                "services already in trouble before the transaction)"
+            )
+        self._finish(
+            run,
+            TransactionStatus.ABORTED if back else TransactionStatus.ESCALATED,
+            "aborted" if back else "escalate",
+            reason=final,
+            mu_after=after.mu,
+            restored=restored,
+            severity=after.as_dict(),
+        )
+        run.say(Step.ABORTED if back else Step.ESCALATED, final, mu=after.mu, done=restored)
+        kind = OutcomeKind.ABORTED if back else OutcomeKind.ESCALATED
+        figure = mu_after if mu_after is not None else after.mu
+        outcome = self._outcome(run, kind, final, mu_after=figure, restored=restored)
+        return replace(outcome, healthy=after.healthy)
+
+    def resume_abort(self, tx: TransactionRecord, lock: WriterLock, *, actor: str) -> Outcome:
+        """Finish an abort (or roll back an unfinished transaction) after a restart."""
+        request = TransactionRequest(
+            scope=tx.scope,
+            actions=(),
+            mu0=tx.mu0,
+            actor=actor,
+            incident_id=tx.incident_id,
+            plan_id=tx.plan_id,
+        )
+        run = _Run(
+            tx=tx,
+            lock=lock,
+            request=request,
+            mu_before=tx.mu_before,
+            deadline=self._clock.monotonic() + self.limits.deadline_s,
+            emit=_silent,
+            # What was in trouble at the start is not on record: today's trouble stands in.
+            trouble=self._meter.measure(tx.scope).trouble,
+        )
+        reason = tx.reason or "interrupted by a restart"
+        if tx.status is not TransactionStatus.ABORTING:
+            self._ledger.set_status(
+                tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token
+            )
+            self._audit("abort", run, {"reason": reason, "recovery": True})
+        return self._finish_abort(run, reason=reason, mu_after=tx.mu_after)
+
+    def commit_recorded(self, tx: TransactionRecord, *, actor: str) -> Outcome:
+        """Finish a commit whose passing validation was recorded before a crash."""
+        self._ledger.set_status(
+            tx.id,
+            TransactionStatus.COMMITTED,
+            mu_after=tx.mu_after,
+            reason=str(tx.validation.get("reason", "validated")),
+            ended_at=self._clock.now(),
+        )
+        self._ledger.audit(
+            "commit",
+            actor=actor,
+            scope=tx.scope,
+            at=self._clock.now(),
+            transaction_id=tx.id,
+            incident_id=tx.incident_id,
+            detail={"recovery": True, "validation": tx.validation},
+        )
+        healthy = tx.mu_after is not None and tx.mu_after <= 0
+        return Outcome(
+            transaction_id=tx.id,
+            kind=OutcomeKind.COMMITTED,
+            mu_before=tx.mu_before,
+            mu_after=tx.mu_after,
+            healthy=healthy,
+            reason="validation had passed before the restart",
+        )

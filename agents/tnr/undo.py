@@ -1,0 +1,206 @@
+"""Undo after commit — the Undo button's engine (DESIGN section 3, rule 7).
+
+A committed transaction keeps its undo entries. Undoing pops them LIFO under the writer lock,
+and only when no later committed transaction wrote the same objects (those must be undone
+first). If an object drifted since our write, nothing is written until a person confirms; with
+the confirmation the snapshot is restored and what it overwrote goes into the audit record.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from agents.errors import ClusterError, LockLost
+from agents.model import TransactionId, TransactionStatus, UndoState
+from agents.tnr.engine import Checkpoint, Progress, ProgressCallback, Step, TransactionEngine
+from agents.tnr.lock import LockBusy, WriterLock
+from agents.tnr.records import TransactionRecord
+from agents.tnr.restore import Drift
+
+logger = logging.getLogger(__name__)
+
+
+class UndoStatus(StrEnum):
+    UNDONE = "undone"
+    DRIFT = "drift"  # someone changed an object since; confirmation needed
+    BLOCKED = "blocked"  # a later transaction on the same objects must be undone first
+    REFUSED = "refused"  # not a committed transaction
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UndoResult:
+    transaction_id: TransactionId
+    status: UndoStatus
+    message: str
+    drift: tuple[Drift, ...] = ()
+    blocked_by: tuple[TransactionId, ...] = ()
+    restored: int = 0
+    overwritten: dict[str, object] = field(default_factory=dict)
+    mu_after: float | None = None
+
+
+class Undoer:
+    def __init__(self, engine: TransactionEngine, *, checkpoint: Checkpoint | None = None) -> None:
+        self._engine = engine
+        self._ledger = engine.ledger
+        self._checkpoint = checkpoint or (lambda _name: None)
+
+    def undo(
+        self,
+        transaction_id: TransactionId,
+        *,
+        actor: str,
+        confirm_drift: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> UndoResult:
+        tx = self._ledger.transaction(transaction_id)
+        if tx.status not in (TransactionStatus.COMMITTED, TransactionStatus.UNDOING):
+            return UndoResult(
+                transaction_id=tx.id,
+                status=UndoStatus.REFUSED,
+                message=f"transaction {tx.id} is {tx.status}; "
+                "only committed transactions can be undone",
+            )
+        try:
+            lock = self._engine.lock(tx.scope)
+            lock.acquire()
+        except LockBusy as e:
+            return UndoResult(transaction_id=tx.id, status=UndoStatus.FAILED, message=str(e))
+        try:
+            return self._undo_locked(
+                tx, lock, actor=actor, confirm_drift=confirm_drift, emit=on_progress
+            )
+        except LockLost:
+            raise
+        except ClusterError as e:
+            logger.exception("undo of %s failed", tx.id)
+            return UndoResult(
+                transaction_id=tx.id, status=UndoStatus.FAILED, message=f"undo failed: {e}"
+            )
+        finally:
+            lock.release()
+
+    def _undo_locked(
+        self,
+        tx: TransactionRecord,
+        lock: WriterLock,
+        *,
+        actor: str,
+        confirm_drift: bool,
+        emit: ProgressCallback | None,
+    ) -> UndoResult:
+        clock_now = self._engine.clock.now
+        entries = [e for e in self._ledger.stack(tx.id) if e.state is UndoState.APPLIED]
+        later = self._ledger.later_transactions_on(tx.id, [e.target for e in entries])
+        if later:
+            ids = tuple(t.id for t in later)
+            self._ledger.audit(
+                "undo_blocked",
+                actor=actor,
+                scope=tx.scope,
+                at=clock_now(),
+                transaction_id=tx.id,
+                incident_id=tx.incident_id,
+                detail={"blocked_by": list(ids)},
+            )
+            return UndoResult(
+                transaction_id=tx.id,
+                status=UndoStatus.BLOCKED,
+                message="undo these later transactions on the same objects first: "
+                + ", ".join(ids),
+                blocked_by=ids,
+            )
+        if tx.status is TransactionStatus.COMMITTED:
+            drifts = tuple(
+                d for d in (self._engine.restorer.drift(e) for e in entries) if d is not None
+            )
+            if drifts and not confirm_drift:
+                self._ledger.audit(
+                    "undo_drift",
+                    actor=actor,
+                    scope=tx.scope,
+                    at=clock_now(),
+                    transaction_id=tx.id,
+                    incident_id=tx.incident_id,
+                    detail={"drift": [d.summary() for d in drifts]},
+                )
+                return UndoResult(
+                    transaction_id=tx.id,
+                    status=UndoStatus.DRIFT,
+                    message="objects changed since this transaction; confirm to overwrite: "
+                    + "; ".join(d.summary() for d in drifts),
+                    drift=drifts,
+                )
+            self._ledger.set_status(tx.id, TransactionStatus.UNDOING, fencing_token=lock.token)
+            self._ledger.audit(
+                "undo",
+                actor=actor,
+                scope=tx.scope,
+                at=clock_now(),
+                transaction_id=tx.id,
+                incident_id=tx.incident_id,
+                detail={"entries": len(entries), "confirm_drift": confirm_drift},
+            )
+        restored = 0
+        overwritten: dict[str, object] = {}
+        for entry in entries:
+            result = self._engine.restorer.restore(
+                entry, lock, scope=tx.scope, actor=actor, verb="undo_restore"
+            )
+            restored += 1
+            if result.overwritten:
+                overwritten[str(entry.target)] = result.overwritten
+            if emit is not None:
+                emit(
+                    Progress(
+                        transaction_id=tx.id,
+                        step=Step.UNDO,
+                        message=f"Restored {entry.target}",
+                        done=restored,
+                        total=len(entries),
+                    )
+                )
+            self._checkpoint("undo")
+        after = self._engine.measure(tx.scope)
+        self._ledger.set_status(
+            tx.id,
+            TransactionStatus.UNDONE,
+            mu_after=after.mu,
+            reason=f"undone by {actor}",
+            ended_at=clock_now(),
+        )
+        self._ledger.audit(
+            "undone",
+            actor=actor,
+            scope=tx.scope,
+            at=clock_now(),
+            transaction_id=tx.id,
+            incident_id=tx.incident_id,
+            detail={"restored": restored, "overwritten": overwritten, "mu": after.mu},
+        )
+        if emit is not None:
+            emit(
+                Progress(
+                    transaction_id=tx.id,
+                    step=Step.UNDONE,
+                    message="Undone",
+                    done=restored,
+                    total=len(entries),
+                    mu=after.mu,
+                )
+            )
+        return UndoResult(
+            transaction_id=tx.id,
+            status=UndoStatus.UNDONE,
+            message=f"restored {restored} object(s)",
+            restored=restored,
+            overwritten=overwritten,
+            mu_after=after.mu,
+        )
+
+    def resume(self, tx: TransactionRecord, lock: WriterLock, *, actor: str) -> UndoResult:
+        """Finish an undo a crash interrupted (the drift decision was already taken)."""
+        return self._undo_locked(tx, lock, actor=actor, confirm_drift=True, emit=None)
