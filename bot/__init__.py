@@ -1,0 +1,1 @@
+"""The Slack surface and process wiring: the only package that knows Slack."""

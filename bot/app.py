@@ -1,0 +1,72 @@
+"""`build_app(services) -> App`: the Bolt app, its listeners and the surfaces that plug in.
+
+The app acknowledges every request within Slack's 3 seconds — listeners ack first and hand
+their work to `services.incidents` — and Bolt verifies request signatures in HTTP mode
+(a forged signature or a timestamp older than five minutes is answered 401 before any
+listener runs). The global error handler is `bot.listeners.errors`.
+
+Surfaces owned elsewhere register themselves here when their module is present:
+
+* `bot.commands.register_commands(app, services, after_detection=...)` — `/stratus`;
+* `bot.home.register_home(app, services)` — the App Home tab.
+
+Both receive the same `Services` (see `bot.services`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from slack_bolt import App
+
+from bot.listeners import register_listeners
+from bot.listeners.fallbacks import register_fallbacks
+from bot.services import Services
+
+logger = logging.getLogger(__name__)
+
+LISTENER_THREADS = 16
+
+
+def _present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def build_app(services: Services) -> App:
+    settings = services.settings.slack
+    app = App(
+        client=services.slack.client,
+        signing_secret=settings.signing_secret or "",
+        token_verification_enabled=True,  # auth.test now: a wrong token fails at start
+        process_before_response=False,  # ack first; the listener finishes in Bolt's thread
+        logger=logging.getLogger("bot.bolt"),
+        listener_executor=ThreadPoolExecutor(
+            max_workers=LISTENER_THREADS, thread_name_prefix="stratus-bolt"
+        ),
+    )
+    register_listeners(app, services)
+    register_surfaces(app, services)
+    register_fallbacks(app)
+    return app
+
+
+def register_surfaces(app: App, services: Services) -> None:
+    """The seam for `/stratus` and the App Home: registered when their modules exist."""
+    if _present("bot.commands"):
+        commands = importlib.import_module("bot.commands")
+        commands.register_commands(
+            app, services, after_detection=services.incidents.after_detection
+        )
+    else:
+        logger.info("bot.commands is not installed: no /stratus command")
+    if _present("bot.home"):
+        home = importlib.import_module("bot.home")
+        home.register_home(app, services)
+    else:
+        logger.info("bot.home is not installed: no App Home tab")

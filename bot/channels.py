@@ -1,0 +1,192 @@
+"""Where an incident lives in Slack: its own channel, or a thread in the incidents channel.
+
+Channel mode (the default) creates `#inc-<date>-<slug>` (from the incident id, so unique and
+lowercase, ≤ 80 characters), sets its topic, invites the responders — every approver of the
+namespace, user groups resolved to their members — posts and pins the summary, and announces
+the incident in the incidents channel. Thread mode posts the summary in the incidents channel
+and keeps everything else in its thread.
+
+The summary's reference in `slack_messages` (kind `summary`) is where the incident's channel
+and thread are remembered, so a restarted bot finds them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+
+from agents.model import Incident
+from agents.policy import Policy
+from agents.ports import Clock
+from bot.config import ChannelMode, SlackSettings
+from bot.directory import Directory
+from bot.errors import SlackCallFailed
+from bot.ids import MessageKind
+from bot.render import Message, render_announce
+from bot.slack_io import SlackIO
+from storage import Store
+from storage.tables import SlackMessageRow
+
+logger = logging.getLogger(__name__)
+
+NAME_MAX = 80
+_NOT_NAME = re.compile(r"[^a-z0-9_-]+")
+_CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,}$")
+
+
+def channel_name(incident_id: str, attempt: int = 0) -> str:
+    """`inc-<date>-<slug>` from an incident id (`INC-20260105-geo-3f2a`), with `-2`, `-3`...
+    when the name is taken."""
+    base = _NOT_NAME.sub("-", incident_id.lower()).strip("-_") or "incident"
+    if not base.startswith("inc-"):
+        base = f"inc-{base}"
+    suffix = f"-{attempt + 1}" if attempt else ""
+    return base[: NAME_MAX - len(suffix)].rstrip("-") + suffix
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Location:
+    """Where an incident's messages go: a channel, and in thread mode the summary's thread."""
+
+    channel: str
+    thread_ts: str | None
+    summary_ts: str
+
+
+class IncidentChannels:
+    def __init__(
+        self,
+        *,
+        slack: SlackIO,
+        store: Store,
+        settings: SlackSettings,
+        directory: Directory,
+        policy: Policy,
+        clock: Clock,
+        bot_user_id: str,
+    ) -> None:
+        self._slack = slack
+        self._store = store
+        self._settings = settings
+        self._directory = directory
+        self._policy = policy
+        self._clock = clock
+        self._bot_user_id = bot_user_id
+        self._incidents_channel: str | None = None
+        self._lock = threading.Lock()
+
+    def locate(self, incident_id: str) -> Location | None:
+        rows = self._store.slack_messages.find(
+            incident_id=incident_id, kind=MessageKind.SUMMARY.value
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return Location(channel=row.channel, thread_ts=row.thread_ts, summary_ts=row.ts)
+
+    def incidents_channel(self) -> str:
+        """The id of STRATUS_INCIDENT_CHANNEL, joined if the bot is not in it yet."""
+        with self._lock:
+            if self._incidents_channel is not None:
+                return self._incidents_channel
+            ref = self._settings.incident_channel
+            if _CHANNEL_ID.match(ref):
+                channel = ref
+            else:
+                found = self._slack.find_channel(ref)
+                if found is None:
+                    raise SlackCallFailed("conversations.list", f"no channel #{ref}")
+                channel, member = found
+                if not member:
+                    self._slack.join(channel)
+            self._incidents_channel = channel
+            return channel
+
+    def open(self, incident: Incident, summary: Message) -> Location:
+        """Create the incident's home in Slack and post its pinned summary."""
+        if self._settings.channel_mode is ChannelMode.THREAD:
+            channel = self.incidents_channel()
+            posted = self._slack.post(channel, summary)
+            location = Location(channel=posted.channel, thread_ts=posted.ts, summary_ts=posted.ts)
+        else:
+            channel = self._create_channel(incident)
+            posted = self._slack.post(channel, summary)
+            location = Location(channel=posted.channel, thread_ts=None, summary_ts=posted.ts)
+        self.remember(incident.id, MessageKind.SUMMARY, incident.id, location, posted.ts)
+        try:
+            self._slack.pin(location.channel, posted.ts)
+        except SlackCallFailed as e:
+            logger.warning("incident %s: cannot pin the summary: %s", incident.id, e.error)
+        if self._settings.channel_mode is ChannelMode.CHANNEL:
+            self._invite_responders(incident, location.channel)
+            self._announce(incident, location.channel)
+        return location
+
+    def remember(
+        self,
+        incident_id: str,
+        kind: MessageKind,
+        ref: str,
+        location: Location,
+        ts: str,
+    ) -> SlackMessageRow:
+        """Store where a message is (kind and ref say what it shows)."""
+        now = self._clock.now()
+        return self._store.slack_messages.save(
+            SlackMessageRow(
+                incident_id=incident_id,
+                channel=location.channel,
+                ts=ts,
+                thread_ts=location.thread_ts,
+                kind=kind.value,
+                ref=ref,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    def _create_channel(self, incident: Incident) -> str:
+        for attempt in range(10):
+            name = channel_name(incident.id, attempt)
+            try:
+                channel = self._slack.create_channel(name)
+            except SlackCallFailed as e:
+                if e.error != "name_taken":
+                    raise
+                found = self._slack.find_channel(name)
+                if found is not None and found[1]:
+                    # Ours from a run that died before remembering it: use it.
+                    return found[0]
+                continue
+            topic = f"{incident.id}: {incident.title}"
+            try:
+                self._slack.set_topic(channel, topic)
+            except SlackCallFailed as e:
+                logger.warning("incident %s: cannot set the topic: %s", incident.id, e.error)
+            return channel
+        raise SlackCallFailed("conversations.create", "name_taken")
+
+    def _invite_responders(self, incident: Incident, channel: str) -> None:
+        policy = self._policy.for_namespace(incident.scope.namespace)
+        approvers = {a for tier in policy.approvers.values() for a in tier}
+        wanted = self._directory.members(approvers) - {self._bot_user_id}
+        if not wanted:
+            return
+        try:
+            missing = sorted(wanted - self._slack.members(channel))
+            if missing:
+                self._slack.invite(channel, missing)
+        except SlackCallFailed as e:
+            logger.warning("incident %s: cannot invite responders: %s", incident.id, e.error)
+
+    def _announce(self, incident: Incident, channel: str) -> None:
+        try:
+            where = self.incidents_channel()
+            posted = self._slack.post(where, render_announce(incident, channel))
+        except SlackCallFailed as e:
+            logger.warning("incident %s: cannot announce it: %s", incident.id, e.error)
+            return
+        location = Location(channel=where, thread_ts=None, summary_ts=posted.ts)
+        self.remember(incident.id, MessageKind.ANNOUNCE, incident.id, location, posted.ts)

@@ -1,0 +1,208 @@
+"""`stratus bench`: run incident scenarios end to end on the lab and score Stratus against its
+baselines.
+
+    stratus bench [--suite DIR] [--agents stratus,naive,no-undo,no-retry] [--seed N]
+                  [--scenario ID] [--jobs N] [--reasoner auto|offline|claude]
+                  [--json PATH] [--markdown PATH] [--chart PATH]
+
+One progress line per run (scenario, agent, outcome, wall seconds) on stderr. The exit code is
+1 when a scenario file or run was unusable (each is reported with file, field and reason; the
+other scenarios still run), 2 for a bad command line or setting, 0 otherwise — whatever the
+scores are. The reasoner is the offline one unless `--reasoner claude`, or `auto` with
+ANTHROPIC_API_KEY configured (through `bot.config`, like every setting).
+
+This module is the composition root of the bench: the only place that joins `bot.config` to
+the lab. The lab is imported inside the command so that `stratus --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bot.config import SettingsError, environment, load_settings
+
+if TYPE_CHECKING:
+    from agents.diagnosis import LanguageModel
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+logger = logging.getLogger(__name__)
+
+
+def _model(reasoner: str) -> LanguageModel | None:
+    """The Claude model when asked for (or `auto` with a key configured), else None."""
+    if reasoner == "offline":
+        return None
+    try:
+        settings = load_settings(environment()).anthropic
+    except SettingsError as e:
+        click.echo(f"stratus: invalid setting {e}", err=True)
+        sys.exit(EXIT_USAGE)
+    if settings.api_key is None:
+        if reasoner == "claude":
+            click.echo("stratus: --reasoner claude needs ANTHROPIC_API_KEY", err=True)
+            sys.exit(EXIT_USAGE)
+        return None
+    from agents.adapters.anthropic_model import AnthropicModel
+
+    return AnthropicModel(
+        api_key=settings.api_key,
+        model=settings.model,
+        base_url=settings.base_url,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+    )
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+
+
+@click.command("bench")
+@click.option(
+    "--suite",
+    "suite_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of scenario files (default: the public suite, lab/scenarios).",
+)
+@click.option(
+    "--agents",
+    default="stratus,naive,no-undo,no-retry",
+    show_default=True,
+    help="Comma-separated agents: stratus, naive, no-undo, no-retry.",
+)
+@click.option(
+    "--seed", type=int, default=7, show_default=True, help="Lab seed (same seed, same scores)."
+)
+@click.option("--scenario", "scenario_id", default=None, help="Run only the scenario with this id.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes (runs are independent; the scores do not depend on it).",
+)
+@click.option(
+    "--reasoner",
+    type=click.Choice(["auto", "offline", "claude"]),
+    default="auto",
+    show_default=True,
+    help="auto: Claude when ANTHROPIC_API_KEY is configured, else the offline reasoner.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report as JSON (summary and every scenario, per agent).",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the comparison table, outcomes and failures as Markdown.",
+)
+@click.option(
+    "--chart",
+    "chart_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG chart of the agents side by side.",
+)
+def bench(
+    *,
+    suite_dir: Path | None,
+    agents: str,
+    seed: int,
+    scenario_id: str | None,
+    jobs: int,
+    reasoner: str,
+    json_path: Path | None,
+    markdown_path: Path | None,
+    chart_path: Path | None,
+) -> None:
+    """Run incident scenarios end to end on the lab and score the agents."""
+    import json
+
+    from lab.bench import SUITE_DIR, BenchConfig, BenchError, load_suite, parse_agents, run_bench
+    from lab.bench.chart import render_chart
+    from lab.bench.markdown import render_markdown
+    from lab.bench.results import RunResult
+
+    try:
+        chosen = parse_agents(agents)
+    except BenchError as e:
+        raise click.BadParameter(str(e), param_hint="--agents") from e
+    directory = suite_dir or SUITE_DIR
+    suite = load_suite(directory)
+    if scenario_id is not None:
+        suite = suite.select(scenario_id)
+        if not suite.scenarios and not suite.errors:
+            raise click.BadParameter(
+                f"no scenario {scenario_id!r} in {directory}", param_hint="--scenario"
+            )
+    for error in suite.errors:
+        click.echo(f"stratus: scenario error: {error}", err=True)
+    model = _model(reasoner)
+    if model is not None and jobs > 1:
+        click.echo("stratus: the Claude reasoner runs with --jobs 1", err=True)
+        jobs = 1
+    total = len(suite.scenarios) * len(chosen)
+    click.echo(
+        f"bench: {len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s) = {total} run(s), "
+        f"seed {seed}, {'offline' if model is None else model.name} reasoner, {jobs} job(s)",
+        err=True,
+    )
+
+    def progress(result: RunResult, done: int, count: int) -> None:
+        click.echo(
+            f"[{done}/{count}] {result.id} · {result.agent}: {result.outcome} "
+            f"({result.lab_s:.0f} lab s, {result.wall_s:.1f} s)",
+            err=True,
+        )
+
+    try:
+        report = run_bench(
+            suite,
+            chosen,
+            BenchConfig(seed=seed),
+            suite_name=str(directory),
+            model=model,
+            jobs=jobs,
+            on_result=progress,
+        )
+    finally:
+        if model is not None:
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+    if json_path is not None:
+        _write(json_path, json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+    if markdown_path is not None:
+        _write(markdown_path, render_markdown(report))
+    if chart_path is not None:
+        _write(chart_path, render_chart(report))
+    for name in report.agents:
+        s = report.summaries[name]
+        click.echo(
+            f"{name}: mitigation {100 * s.mitigation_success_rate:.1f} %, detection "
+            f"{100 * s.detection_accuracy:.1f} %, Acc@1 {100 * s.localization_acc1:.1f} %, "
+            f"TNR violations {s.tnr_violations}, harmful end states {s.harmful_end_states}"
+        )
+    click.echo(f"bench finished in {report.wall_s:.0f} s", err=True)
+    if report.failed:
+        for line in report.scenario_errors:
+            click.echo(f"stratus: scenario error: {line}", err=True)
+        sys.exit(EXIT_FAILED)

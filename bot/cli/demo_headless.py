@@ -1,0 +1,110 @@
+"""The headless demo: one scenario to its end on a stepped lab, auto-approved, with a JSON
+summary — the same run the benchmark scores for the `stratus` agent, plus an optional undo of
+the committed change at the end."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agents.model import TransactionId, TransactionStatus
+from lab.bench import AGENTS, BenchConfig, LoadedScenario
+from lab.bench.facts import IncidentFacts, RunFacts
+from lab.bench.runner import Runner
+from lab.bench.session import Session
+
+
+def _since(first: float | None, at: float | None) -> float | None:
+    if first is None or at is None:
+        return None
+    return round(max(0.0, at - first), 1)
+
+
+def _outcome(incident: IncidentFacts | None) -> str:
+    if incident is None:
+        return "no-incident"
+    if incident.resolved:
+        return "resolved"
+    if incident.escalated:
+        return "escalated"
+    return incident.state
+
+
+def run_headless(loaded: LoadedScenario, *, seed: int, undo: bool) -> dict[str, Any]:
+    config = BenchConfig(seed=seed)
+    with (
+        tempfile.TemporaryDirectory(prefix="stratus-demo-") as tmp,
+        Session.open(
+            app=loaded.scenario.app, agent=AGENTS["stratus"], config=config, workdir=Path(tmp)
+        ) as session,
+    ):
+        facts = Runner(session, loaded, config).run()
+        summary = summarize(loaded, facts)
+        tx = summary["transaction"]
+        if undo and tx is not None and tx["status"] == TransactionStatus.COMMITTED.value:
+            result = session.brain.undoer.undo(TransactionId(tx["id"]), actor="demo")
+            summary["undo"] = {
+                "status": result.status.value,
+                "message": result.message,
+                "restored": result.restored,
+                "mu_after": result.mu_after,
+            }
+        return summary
+
+
+def summarize(loaded: LoadedScenario, facts: RunFacts) -> dict[str, Any]:
+    """The run in the demo's terms. A run can hold more than one incident (a second fault
+    found after the first incident closed): the first one says when the trouble was detected
+    and diagnosed, the last one how the run ended."""
+    opened = facts.incidents[0] if facts.incidents else None
+    incident = facts.incidents[-1] if facts.incidents else None
+    diagnosis = opened.diagnoses[0] if opened and opened.diagnoses else None
+    top = diagnosis.hypotheses[0] if diagnosis and diagnosis.hypotheses else None
+    transactions = [t for i in facts.incidents for t in i.transactions]
+    tx = transactions[-1] if transactions else None
+    committed = [t for t in transactions if t.status == "committed"]
+    first = facts.first_fault_s
+    mitigated_at = committed[-1].ended_s if committed else None
+    truth = loaded.scenario.ground_truth
+    return {
+        "scenario": loaded.scenario.id,
+        "app": loaded.scenario.app,
+        "expect": loaded.expect.value,
+        "incident_id": opened.id if opened else None,
+        "incidents": [{"id": i.id, "outcome": _outcome(i)} for i in facts.incidents],
+        "diagnosis": {
+            "root_cause_service": top.service if top else None,
+            "category": top.category if top else None,
+            "confidence": top.confidence if top else None,
+            "reasoner": diagnosis.reasoner if diagnosis else None,
+        },
+        # Every action of every transaction the run made, in order.
+        "plan": {"actions": [a for t in transactions for a in t.actions]},
+        "transaction": (
+            {
+                "id": tx.id,
+                "status": tx.status,
+                "mu_before": tx.mu_before,
+                "mu_after": tx.mu_after,
+                "restored": tx.restored,
+            }
+            if tx
+            else None
+        ),
+        "attempts": len(transactions),
+        "undo": None,
+        "outcome": _outcome(incident),
+        "mitigated": not facts.final_problems,
+        "problems": list(facts.final_problems),
+        "timings": {
+            "detect_s": _since(first, opened.opened_s if opened else None),
+            "diagnose_s": _since(first, diagnosis.at_s if diagnosis else None),
+            "mitigate_s": _since(first, mitigated_at),
+        },
+        "ground_truth": (
+            {"root_causes": list(truth.root_causes), "category": truth.category}
+            if truth is not None
+            else None
+        ),
+    }

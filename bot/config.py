@@ -1,0 +1,427 @@
+"""Settings: the one place that reads the environment.
+
+Every setting is read here, validated, and handed down as typed, grouped, frozen values
+(kopf's habit). Nothing else in Stratus reads `os.environ`. A bad setting is reported as one
+line that names the setting and what is wrong with it; the CLI turns that into exit code 2.
+
+An optional settings file (`STRATUS_SETTINGS_FILE`, lines of `NAME=value`) supplies defaults;
+the environment overrides it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlparse
+
+T = TypeVar("T")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed. `str(error)` is the one line shown to the user."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+class SlackMode(StrEnum):
+    SOCKET = "socket"
+    HTTP = "http"
+
+
+class ChannelMode(StrEnum):
+    CHANNEL = "channel"  # one channel per incident
+    THREAD = "thread"  # one thread per incident in STRATUS_INCIDENT_CHANNEL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setting:
+    """One documented setting. The README table is generated from `SETTINGS`."""
+
+    name: str
+    default: str | None
+    meaning: str
+    secret: bool = False
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(name="SLACK_BOT_TOKEN", default=None, meaning="Bot token (`xoxb-…`).", secret=True),
+    Setting(
+        name="SLACK_APP_TOKEN",
+        default=None,
+        meaning="App-level token (`xapp-…`) for Socket Mode.",
+        secret=True,
+    ),
+    Setting(
+        name="SLACK_SIGNING_SECRET",
+        default=None,
+        meaning="Signing secret; verifies requests in HTTP mode.",
+        secret=True,
+    ),
+    Setting(
+        name="SLACK_API_URL",
+        default="https://slack.com/api/",
+        meaning="Slack Web API base URL (the local workspace's URL in the demo and tests).",
+    ),
+    Setting(
+        name="STRATUS_SLACK_MODE",
+        default="socket",
+        meaning="`socket` (no public endpoint) or `http` (requests at `/slack/events`).",
+    ),
+    Setting(
+        name="STRATUS_CHANNEL_MODE",
+        default="channel",
+        meaning="`channel`: one `#inc-<date>-<slug>` channel per incident; `thread`: one "
+        "thread per incident in `STRATUS_INCIDENT_CHANNEL`.",
+    ),
+    Setting(
+        name="STRATUS_INCIDENT_CHANNEL",
+        default="incidents",
+        meaning="Channel for thread mode, and where channel mode announces new incidents.",
+    ),
+    Setting(
+        name="STRATUS_HTTP_HOST",
+        default="127.0.0.1",
+        meaning="Address of the HTTP endpoints (webhook, health, metrics; Slack in HTTP mode).",
+    ),
+    Setting(name="STRATUS_HTTP_PORT", default="8080", meaning="Port of the HTTP endpoints."),
+    Setting(
+        name="STRATUS_DATABASE_URL",
+        default="sqlite:///stratus.db",
+        meaning="SQLAlchemy URL. SQLite (a file) by default; `postgresql://…` in production.",
+    ),
+    Setting(
+        name="KUBECONFIG",
+        default=None,
+        meaning="Kubeconfig path; unset means in-cluster config when running in a pod.",
+    ),
+    Setting(name="STRATUS_KUBE_CONTEXT", default=None, meaning="Kubeconfig context to use."),
+    Setting(
+        name="STRATUS_CLUSTER_NAME",
+        default="default",
+        meaning="Name of the cluster in scopes, locks and messages.",
+    ),
+    Setting(
+        name="STRATUS_NAMESPACES",
+        default="",
+        meaning="Comma-separated namespaces Stratus covers; empty means the policy's namespaces.",
+    ),
+    Setting(
+        name="STRATUS_PROMETHEUS_URL",
+        default=None,
+        meaning="Prometheus base URL; unset degrades to cluster-state signals only.",
+    ),
+    Setting(
+        name="ANTHROPIC_API_KEY",
+        default=None,
+        meaning="Enables the Claude reasoner; unset uses the offline reasoner.",
+        secret=True,
+    ),
+    Setting(
+        name="ANTHROPIC_BASE_URL",
+        default=None,
+        meaning="Messages API base URL (a local stand-in in tests).",
+    ),
+    Setting(
+        name="STRATUS_ANTHROPIC_MODEL",
+        default="claude-sonnet-4-6",
+        meaning="Model id for the Claude reasoner.",
+    ),
+    Setting(
+        name="STRATUS_LLM_TIMEOUT_S",
+        default="60",
+        meaning="Per-request timeout of the Messages API, seconds.",
+    ),
+    Setting(
+        name="STRATUS_LLM_MAX_RETRIES",
+        default="2",
+        meaning="Retries on 429/5xx/529 (each honours Retry-After up to 30 s).",
+    ),
+    Setting(
+        name="STRATUS_LLM_MAX_STEPS",
+        default="12",
+        meaning="Tool-use steps before the Claude reasoner falls back to the offline one.",
+    ),
+    Setting(
+        name="STRATUS_LLM_TOKEN_BUDGET",
+        default="60000",
+        meaning="Tokens per diagnosis before falling back to the offline reasoner.",
+    ),
+    Setting(
+        name="STRATUS_EVIDENCE_TOKEN_BUDGET",
+        default="24000",
+        meaning="Estimated tokens of evidence sent to a reasoner.",
+    ),
+    Setting(
+        name="STRATUS_POLICY_FILE",
+        default=None,
+        meaning="Policy YAML (autonomy, approvers, limits); unset uses the built-in "
+        "`propose` policy.",
+    ),
+    Setting(
+        name="STRATUS_SCAN_INTERVAL_S",
+        default="30",
+        meaning="Seconds between periodic detection scans (0 turns the scan off).",
+    ),
+    Setting(
+        name="STRATUS_DIGEST_SCHEDULES",
+        default="",
+        meaning="Digests as `channel=cron` pairs separated by `;`, e.g. `team-sre=0 9 * * 1-5`.",
+    ),
+    Setting(name="STRATUS_LOG_LEVEL", default="INFO", meaning="DEBUG, INFO, WARNING or ERROR."),
+    Setting(
+        name="STRATUS_SETTINGS_FILE",
+        default=None,
+        meaning="Optional file of `NAME=value` lines; the environment overrides it.",
+    ),
+)
+
+_KNOWN = {s.name: s for s in SETTINGS}
+
+
+# ------------------------------------------------------------------------------ grouped values
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackSettings:
+    bot_token: str | None
+    app_token: str | None
+    signing_secret: str | None
+    api_url: str
+    mode: SlackMode
+    channel_mode: ChannelMode
+    incident_channel: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpSettings:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatabaseSettings:
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KubernetesSettings:
+    kubeconfig: Path | None
+    context: str | None
+    cluster_name: str
+    namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrometheusSettings:
+    url: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnthropicSettings:
+    api_key: str | None = field(repr=False)
+    base_url: str | None
+    model: str
+    timeout_s: float
+    max_retries: int
+    max_steps: int
+    token_budget: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    slack: SlackSettings
+    http: HttpSettings
+    database: DatabaseSettings
+    kubernetes: KubernetesSettings
+    prometheus: PrometheusSettings
+    anthropic: AnthropicSettings
+    policy_file: Path | None
+    evidence_token_budget: int
+    scan_interval_s: float
+    digest_schedules: tuple[tuple[str, str], ...]  # (channel, cron)
+    log_level: str
+
+
+# ------------------------------------------------------------------------------------ parsing
+
+
+class _Reader:
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = values
+
+    def raw(self, name: str) -> str | None:
+        value = self._values.get(name)
+        if value is None or value.strip() == "":
+            default = _KNOWN[name].default
+            return default if default not in (None, "") else None
+        return value.strip()
+
+    def text(self, name: str) -> str:
+        value = self.raw(name)
+        return value if value is not None else ""
+
+    def number(self, name: str, convert: Callable[[str], T], low: T, high: T) -> T:
+        text = self.raw(name)
+        if text is None:
+            raise SettingsError(name, "is required")
+        try:
+            value = convert(text)
+        except ValueError:
+            raise SettingsError(name, f"must be a number, got {text!r}") from None
+        if not (low <= value <= high):  # type: ignore[operator]
+            raise SettingsError(name, f"must be between {low} and {high}, got {text}")
+        return value
+
+    def choice(self, name: str, enum: type[StrEnumT]) -> StrEnumT:
+        text = self.text(name).lower()
+        try:
+            return enum(text)
+        except ValueError:
+            allowed = ", ".join(m.value for m in enum)
+            raise SettingsError(name, f"must be one of {allowed}, got {text!r}") from None
+
+
+StrEnumT = TypeVar("StrEnumT", bound=StrEnum)
+
+
+def _check_url(name: str, url: str | None, schemes: tuple[str, ...]) -> str | None:
+    if url is None:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in schemes or not (parsed.netloc or parsed.path):
+        allowed = ", ".join(f"{s}://" for s in schemes)
+        raise SettingsError(name, f"must be a URL starting with {allowed}, got {url!r}")
+    return url
+
+
+_DB_SCHEMES = ("sqlite", "postgresql", "postgresql+psycopg", "postgres")
+
+
+def database_url(values: Mapping[str, str]) -> str:
+    """Only the database URL (for `stratus db`, which needs nothing else)."""
+    reader = _Reader(values)
+    url = reader.text("STRATUS_DATABASE_URL")
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme not in _DB_SCHEMES:
+        allowed = ", ".join(_DB_SCHEMES)
+        raise SettingsError(
+            "STRATUS_DATABASE_URL", f"unsupported scheme {scheme or url!r} (use one of {allowed})"
+        )
+    return url
+
+
+def _digests(text: str) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for item in filter(None, (p.strip() for p in text.split(";"))):
+        channel, sep, cron = item.partition("=")
+        fields = cron.split()
+        if not sep or not channel.strip() or len(fields) != 5:
+            raise SettingsError(
+                "STRATUS_DIGEST_SCHEDULES",
+                f"expected 'channel=<5-field cron>' pairs separated by ';', got {item!r}",
+            )
+        pairs.append((channel.strip().lstrip("#"), " ".join(fields)))
+    return tuple(pairs)
+
+
+def read_settings_file(path: Path) -> dict[str, str]:
+    """`NAME=value` lines; `#` comments and blank lines are ignored."""
+    values: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise SettingsError("STRATUS_SETTINGS_FILE", f"cannot read {path}: {e.strerror}") from e
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        name, sep, value = stripped.partition("=")
+        name = name.strip()
+        if not sep or name not in _KNOWN:
+            raise SettingsError(
+                "STRATUS_SETTINGS_FILE",
+                f"{path}:{number}: expected NAME=value with a known setting, got {stripped!r}",
+            )
+        values[name] = value.strip().strip('"').strip("'")
+    return values
+
+
+def environment() -> dict[str, str]:
+    """The process environment merged over the optional settings file."""
+    env = dict(os.environ)
+    file = env.get("STRATUS_SETTINGS_FILE", "").strip()
+    merged = read_settings_file(Path(file)) if file else {}
+    merged.update({k: v for k, v in env.items() if k in _KNOWN})
+    return merged
+
+
+def load_settings(values: Mapping[str, str] | None = None) -> Settings:
+    """Validate everything at once. `values` defaults to `environment()`."""
+    values = environment() if values is None else values
+    r = _Reader(values)
+    slack = SlackSettings(
+        bot_token=r.raw("SLACK_BOT_TOKEN"),
+        app_token=r.raw("SLACK_APP_TOKEN"),
+        signing_secret=r.raw("SLACK_SIGNING_SECRET"),
+        api_url=_with_slash(
+            _check_url("SLACK_API_URL", r.text("SLACK_API_URL"), ("http", "https"))
+        ),
+        mode=r.choice("STRATUS_SLACK_MODE", SlackMode),
+        channel_mode=r.choice("STRATUS_CHANNEL_MODE", ChannelMode),
+        incident_channel=r.text("STRATUS_INCIDENT_CHANNEL").lstrip("#"),
+    )
+    kubeconfig = r.raw("KUBECONFIG")
+    namespaces = tuple(n.strip() for n in r.text("STRATUS_NAMESPACES").split(",") if n.strip())
+    level = r.text("STRATUS_LOG_LEVEL").upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise SettingsError(
+            "STRATUS_LOG_LEVEL", f"must be DEBUG, INFO, WARNING or ERROR, got {level!r}"
+        )
+    policy = r.raw("STRATUS_POLICY_FILE")
+    return Settings(
+        slack=slack,
+        http=HttpSettings(
+            host=r.text("STRATUS_HTTP_HOST"), port=r.number("STRATUS_HTTP_PORT", int, 0, 65535)
+        ),
+        database=DatabaseSettings(url=database_url(values)),
+        kubernetes=KubernetesSettings(
+            kubeconfig=Path(kubeconfig) if kubeconfig else None,
+            context=r.raw("STRATUS_KUBE_CONTEXT"),
+            cluster_name=r.text("STRATUS_CLUSTER_NAME"),
+            namespaces=namespaces,
+        ),
+        prometheus=PrometheusSettings(
+            url=_check_url(
+                "STRATUS_PROMETHEUS_URL", r.raw("STRATUS_PROMETHEUS_URL"), ("http", "https")
+            )
+        ),
+        anthropic=AnthropicSettings(
+            api_key=r.raw("ANTHROPIC_API_KEY"),
+            base_url=_check_url(
+                "ANTHROPIC_BASE_URL", r.raw("ANTHROPIC_BASE_URL"), ("http", "https")
+            ),
+            model=r.text("STRATUS_ANTHROPIC_MODEL"),
+            timeout_s=r.number("STRATUS_LLM_TIMEOUT_S", float, 1.0, 600.0),
+            max_retries=r.number("STRATUS_LLM_MAX_RETRIES", int, 0, 10),
+            max_steps=r.number("STRATUS_LLM_MAX_STEPS", int, 1, 100),
+            token_budget=r.number("STRATUS_LLM_TOKEN_BUDGET", int, 1000, 10_000_000),
+        ),
+        policy_file=Path(policy) if policy else None,
+        evidence_token_budget=r.number("STRATUS_EVIDENCE_TOKEN_BUDGET", int, 500, 1_000_000),
+        scan_interval_s=r.number("STRATUS_SCAN_INTERVAL_S", float, 0.0, 86400.0),
+        digest_schedules=_digests(r.text("STRATUS_DIGEST_SCHEDULES")),
+        log_level=level,
+    )
+
+
+def _with_slash(url: str | None) -> str:
+    # slack_sdk's WebClient needs the trailing slash or it drops the last path segment.
+    assert url is not None
+    return url if url.endswith("/") else url + "/"

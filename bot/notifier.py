@@ -1,0 +1,233 @@
+"""`SlackNotifier`: the incident loop's `Notifier`, made of Slack messages.
+
+The loop calls `notify` from whatever thread moved the incident, after the state is persisted.
+`notify` only counts the event and asks for a *sync* of the incident's messages in the
+incident's lane (one at a time per incident, in order). A sync compares what the channel
+should show — computed from storage by `IncidentMessages` — with the messages already posted
+(`slack_messages`), posts what is missing and updates what changed. So:
+
+* a message is never lost: a failed post is retried by the next sync (the next event, or the
+  housekeeping job for incidents whose last sync failed);
+* progress is coalesced: while a sync waits for a message's update slot, later progress
+  events only mark the incident for one more sync, which renders the latest state;
+* a restart re-syncs each open incident and finds its channel and messages in storage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+
+from agents.detection.events import AlertsUpdated, Detection, IncidentOpened
+from agents.incident.events import (
+    Closed,
+    Diagnosed,
+    IncidentEvent,
+    StateChanged,
+    TransactionFinished,
+    TransactionProgress,
+    Undone,
+)
+from agents.model import IncidentState
+from agents.ports import Clock
+from agents.tnr import Progress
+from bot.channels import IncidentChannels, Location
+from bot.errors import SlackCallFailed
+from bot.ids import MessageKind
+from bot.messages import IncidentMessages, Wanted
+from bot.metrics import BotMetrics
+from bot.render import Attachment, Message, render_alerts_updated
+from bot.slack_io import SlackIO
+from bot.workers import Lanes, Origin
+from storage import Store
+
+logger = logging.getLogger(__name__)
+
+
+def _digest(message: Message) -> str:
+    text, blocks = message.payload()
+    return hashlib.sha256(json.dumps([text, blocks], sort_keys=True).encode()).hexdigest()
+
+
+class SlackNotifier:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        messages: IncidentMessages,
+        channels: IncidentChannels,
+        slack: SlackIO,
+        lanes: Lanes,
+        metrics: BotMetrics,
+        clock: Clock,
+    ) -> None:
+        self._clock = clock
+        self._store = store
+        self._messages = messages
+        self._channels = channels
+        self._slack = slack
+        self._lanes = lanes
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._failed: set[str] = set()
+        self._digests: dict[tuple[str, str], str] = {}
+        self._progress: dict[str, Progress] = {}
+        self._findings: dict[str, tuple[str, ...]] = {}
+        self._ended: dict[str, str] = {}
+
+    # ------------------------------------------------------------------- Notifier port
+
+    def notify(self, event: IncidentEvent) -> None:
+        self._count(event)
+        if isinstance(event, TransactionProgress):
+            with self._lock:
+                self._progress[event.progress.transaction_id] = event.progress
+        if event.incident is not None:
+            self.sync_later(event.incident.id)
+
+    def detected(self, detection: Detection) -> None:
+        """What the detector announced: new incidents, and coalesced alert updates."""
+        for event in detection.events:
+            if isinstance(event, IncidentOpened):
+                self._metrics.incidents_opened.labels(source=event.incident.source).inc()
+                with self._lock:
+                    self._findings[event.incident.id] = event.findings
+                self.sync_later(event.incident.id)
+            elif isinstance(event, AlertsUpdated):
+                self._post_alerts_later(event)
+
+    def _count(self, event: IncidentEvent) -> None:
+        m = self._metrics
+        if isinstance(event, StateChanged):
+            state = event.incident.state
+            m.incident_transitions.labels(state=state.value).inc()
+            if state in (IncidentState.RESOLVED, IncidentState.ESCALATED):
+                with self._lock:
+                    self._ended[event.incident.id] = state.value
+        elif isinstance(event, Closed):
+            with self._lock:
+                ended = self._ended.pop(event.incident.id, "unknown")
+            m.incidents_closed.labels(state=ended).inc()
+        elif isinstance(event, TransactionFinished):
+            m.transactions.labels(outcome=event.outcome.kind.value).inc()
+        elif isinstance(event, Undone):
+            m.undos.labels(status=event.result.status.value).inc()
+        elif isinstance(event, Diagnosed) and event.diagnosis.tokens:
+            m.llm_tokens.labels(reasoner=event.diagnosis.reasoner).inc(event.diagnosis.tokens)
+
+    # ------------------------------------------------------------------------- syncing
+
+    def sync_later(self, incident_id: str) -> None:
+        """Ask for a sync of the incident's messages (coalesced: at most one waits)."""
+        with self._lock:
+            if incident_id in self._pending:
+                return
+            self._pending.add(incident_id)
+
+        def run() -> None:
+            with self._lock:
+                self._pending.discard(incident_id)
+            self.sync(incident_id)
+
+        self._lanes.submit(
+            incident_id, run, Origin(what=f"sync {incident_id}", incident_id=incident_id)
+        )
+
+    def retry_failed(self) -> list[str]:
+        """Sync again every incident whose last sync failed (the housekeeping job)."""
+        with self._lock:
+            failed = sorted(self._failed)
+        for incident_id in failed:
+            self.sync_later(incident_id)
+        return failed
+
+    def sync(self, incident_id: str) -> None:
+        """Bring the incident's Slack messages in line with storage (in its lane)."""
+        try:
+            self._sync(incident_id)
+        except SlackCallFailed as e:
+            with self._lock:
+                self._failed.add(incident_id)
+            logger.warning("incident %s: Slack is behind (%s); will retry", incident_id, e)
+            return
+        with self._lock:
+            self._failed.discard(incident_id)
+
+    def _sync(self, incident_id: str) -> None:
+        incident = self._messages.incident(incident_id)
+        with self._lock:
+            progress = dict(self._progress)
+            findings = self._findings.get(incident_id, ())
+        wanted = self._messages.wanted(incident, progress=progress, findings=findings)
+        location = self._channels.locate(incident_id)
+        if location is None:
+            summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
+            location = self._channels.open(incident, summary.message)
+            self._remember_digest(summary.key, summary.message)
+        existing = {
+            (r.kind, r.ref or ""): r
+            for r in self._store.slack_messages.find(incident_id=incident_id)
+        }
+        for item in wanted:
+            row = existing.get(item.key)
+            if row is None:
+                self._post(incident_id, item, location)
+            elif item.updatable and self._changed(item.key, item.message):
+                self._slack.update(row.channel, row.ts, item.message)
+                self._store.slack_messages.update(row.channel, row.ts, at=self._clock.now())
+                self._remember_digest(item.key, item.message)
+
+    def _post(self, incident_id: str, item: Wanted, location: Location) -> None:
+        posted = self._slack.post(location.channel, item.message, thread_ts=location.thread_ts)
+        self._channels.remember(incident_id, item.kind, item.ref, location, posted.ts)
+        self._remember_digest(item.key, item.message)
+        if item.chart is not None:
+            png = item.chart()
+            if png:
+                self._slack.upload(
+                    location.channel,
+                    Attachment(
+                        filename=f"{incident_id}-signals.png", title="Affected signals", content=png
+                    ),
+                    thread_ts=location.thread_ts,
+                )
+
+    def _changed(self, key: tuple[str, str], message: Message) -> bool:
+        with self._lock:
+            return self._digests.get(key) != _digest(message)
+
+    def _remember_digest(self, key: tuple[str, str], message: Message) -> None:
+        digest = _digest(message)
+        with self._lock:
+            self._digests[key] = digest
+
+    def _post_alerts_later(self, event: AlertsUpdated) -> None:
+        def run() -> None:
+            location = self._channels.locate(event.incident_id)
+            if location is None:
+                return  # the incident's first sync shows its alerts
+            message = render_alerts_updated(event)
+            try:
+                posted = self._slack.post(location.channel, message, thread_ts=location.thread_ts)
+            except SlackCallFailed as e:
+                logger.warning("incident %s: alert update not posted: %s", event.incident_id, e)
+                return
+            self._channels.remember(
+                event.incident_id,
+                MessageKind.ALERTS,
+                f"{event.incident_id}@{event.at.isoformat()}",
+                location,
+                posted.ts,
+            )
+
+        self._lanes.submit(
+            event.incident_id,
+            run,
+            Origin(what=f"alerts of {event.incident_id}", incident_id=event.incident_id),
+        )
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        return self._lanes.wait_idle(timeout_s)

@@ -1,0 +1,232 @@
+"""What listeners, the webhook, slash commands and the scheduler ask of the incident loop.
+
+Every entry point returns at once and does its work in a lane (`bot.workers.Lanes`):
+
+* **Writers are serialised per scope.** Driving an incident (which may run a transaction for
+  minutes) and undoing a transaction both run in the lane `scope:<cluster/namespace>`. The
+  writer lock keeps replicas apart; within one process the engine's holder is shared, so this
+  lane is what keeps an Undo click from writing next to a running transaction.
+* **Decisions are serialised per plan** (`plan:<id>`): a double click is decided twice, one
+  after the other, and the second is told the plan is already approved.
+* **Drives are coalesced**: asking to drive an incident that already has a drive waiting adds
+  nothing.
+
+Every decision's message goes back to the person as an ephemeral message (refusals included:
+the agents' `Approvals` has already written the audit record).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+from agents.detection.events import Detection
+from agents.incident.approvals import Verdict
+from agents.model import Alert, IncidentState, Scope, TransactionId
+from agents.tnr import TransactionEngine, Undoer, UndoResult, UndoStatus, recover
+from agents.wiring import Brain
+from bot.directory import Directory
+from bot.errors import SlackCallFailed
+from bot.metrics import BotMetrics
+from bot.notifier import SlackNotifier
+from bot.render import View, render_undo_drift, render_undo_result
+from bot.slack_io import SlackIO
+from bot.workers import Lanes, Origin
+
+logger = logging.getLogger(__name__)
+
+
+class IncidentOps:
+    def __init__(
+        self,
+        *,
+        brain: Brain,
+        notifier: SlackNotifier,
+        lanes: Lanes,
+        directory: Directory,
+        slack: SlackIO,
+        metrics: BotMetrics,
+        recovery_engine: TransactionEngine,
+    ) -> None:
+        self.brain = brain
+        self._notifier = notifier
+        self._lanes = lanes
+        self._directory = directory
+        self._slack = slack
+        self._metrics = metrics
+        self._recovery_engine = recovery_engine
+        self._recovery_undoer = Undoer(recovery_engine)
+        self._lock = threading.Lock()
+        self._drives_waiting: set[str] = set()
+
+    # -------------------------------------------------------------------- detection
+
+    def ingest(self, alerts: Sequence[Alert]) -> Detection:
+        """Alerts from a webhook (in the caller's thread: storage errors reach the caller, who
+        answers 503), then announce and drive what they opened."""
+        detection = self.brain.detector.ingest(alerts)
+        self.after_detection(detection)
+        return detection
+
+    def after_detection(self, detection: Detection) -> None:
+        """Announce what the detector decided and drive every incident it opened (also the
+        hook for `/stratus declare`)."""
+        self._notifier.detected(detection)
+        for incident in detection.opened:
+            self.drive(incident.id)
+
+    def scan(self) -> None:
+        """The periodic scan: synthesised alerts, then the detector's timers."""
+        self.after_detection(self.brain.detector.ingest(self.brain.scanner.scan()))
+        self.tick()
+
+    def tick(self) -> None:
+        self.after_detection(self.brain.detector.tick())
+
+    # -------------------------------------------------------------------- the loop
+
+    def _scope_lane(self, incident_id: str) -> str:
+        incident = self.brain.machine.incident(incident_id)
+        return f"scope:{incident.scope.key}"
+
+    def drive(self, incident_id: str) -> None:
+        """Advance the incident until it waits for a person or closes (coalesced)."""
+        with self._lock:
+            if incident_id in self._drives_waiting:
+                return
+            self._drives_waiting.add(incident_id)
+
+        def run() -> None:
+            with self._lock:
+                self._drives_waiting.discard(incident_id)
+            machine = self.brain.machine
+            # `drive` does nothing for a waiting incident; `advance` checks its expiry.
+            waiting = machine.incident(incident_id).state is IncidentState.AWAITING_APPROVAL
+            if waiting and not machine.advance(incident_id).moved:
+                return
+            state = machine.drive(incident_id)
+            logger.info("incident %s driven to %s", incident_id, state)
+
+        self._lanes.submit(
+            self._scope_lane(incident_id),
+            run,
+            Origin(what=f"drive {incident_id}", incident_id=incident_id),
+        )
+
+    def resume(self) -> None:
+        """At start: finish interrupted transactions, re-sync and drive every open incident."""
+        self.recover()
+        for row in self.brain.store.incidents.list_open():
+            self._notifier.sync_later(row.id)
+            self.drive(row.id)
+
+    def housekeeping(self) -> None:
+        """Periodically: finish transactions whose writer died (once its lease expired),
+        drive every open incident (an expired approval is proposed again), and retry the
+        Slack syncs that failed."""
+        self.recover()
+        for row in self.brain.store.incidents.list_open():
+            self.drive(row.id)
+        self._notifier.retry_failed()
+
+    def recover(self) -> None:
+        # A separate holder: a transaction running in this process holds its lease under
+        # the main holder, so recovery sees it as busy instead of taking it over.
+        for result in recover(self._recovery_engine, self._recovery_undoer):
+            logger.info(
+                "recovery of %s (%s): %s", result.transaction_id, result.was, result.message
+            )
+
+    # -------------------------------------------------------------------- decisions
+
+    def _tell(self, channel: str | None, user: str, text: str) -> None:
+        try:
+            self._slack.tell(user, text, channel=channel)
+        except SlackCallFailed as e:
+            logger.warning("could not tell %s: %s", user, e.error)
+
+    def approve(self, *, plan_id: str, content_hash: str, user: str, channel: str | None) -> None:
+        def run() -> None:
+            person = self._directory.person(user)
+            decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
+            self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
+            logger.info("approve %s by %s: %s", plan_id, user, decision.verdict)
+            self._tell(channel, user, decision.message)
+            if decision.plan is not None and decision.verdict is Verdict.APPROVED:
+                self.drive(decision.plan.incident_id)
+
+        self._lanes.submit(
+            f"plan:{plan_id}", run, Origin(what=f"approve {plan_id}", user=user, channel=channel)
+        )
+
+    def reject(
+        self, *, plan_id: str, content_hash: str, user: str, channel: str | None, reason: str
+    ) -> None:
+        def run() -> None:
+            plan = self.brain.machine.plan(plan_id)
+            if content_hash and content_hash != plan.content_hash:
+                self._tell(channel, user, "The plan changed since this message was posted.")
+                return
+            person = self._directory.person(user)
+            decision = self.brain.approvals.reject(plan_id, person, reason)
+            self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
+            logger.info("reject %s by %s: %s", plan_id, user, decision.verdict)
+            self._tell(channel, user, decision.message)
+            if decision.verdict is Verdict.REJECTED:
+                self.drive(plan.incident_id)
+
+        self._lanes.submit(
+            f"plan:{plan_id}", run, Origin(what=f"reject {plan_id}", user=user, channel=channel)
+        )
+
+    def undo(
+        self,
+        *,
+        transaction_id: str,
+        user: str,
+        channel: str | None,
+        view_id: str | None,
+        confirm_drift: bool = False,
+    ) -> None:
+        """Undo a committed transaction. With a modal open (`view_id`), its content becomes
+        the result — or the drift and a request for explicit confirmation."""
+        tx = self.brain.engine.ledger.transaction(TransactionId(transaction_id))
+
+        def run() -> None:
+            person = self._directory.person(user)
+            result = self.brain.approvals.undo(transaction_id, person, confirm_drift=confirm_drift)
+            logger.info("undo %s by %s: %s", transaction_id, user, result.status)
+            self._show_undo(result, user=user, channel=channel, view_id=view_id)
+
+        self._lanes.submit(
+            f"scope:{tx.scope.key}",
+            run,
+            Origin(
+                what=f"undo {transaction_id}",
+                user=user,
+                channel=channel,
+                incident_id=tx.incident_id,
+            ),
+        )
+
+    def _show_undo(
+        self, result: UndoResult, *, user: str, channel: str | None, view_id: str | None
+    ) -> None:
+        view: View = (
+            render_undo_drift(result, channel=channel or "")
+            if result.status is UndoStatus.DRIFT
+            else render_undo_result(result)
+        )
+        if result.status is not UndoStatus.UNDONE and result.status is not UndoStatus.DRIFT:
+            self._tell(channel, user, result.message)
+        if view_id:
+            try:
+                self._slack.update_view(view_id, view)
+            except SlackCallFailed as e:
+                logger.warning("undo result not shown in the modal: %s", e.error)
+                if result.status is UndoStatus.DRIFT:
+                    self._tell(channel, user, result.message)
+
+    def scope_of(self, incident_id: str) -> Scope:
+        return self.brain.machine.incident(incident_id).scope

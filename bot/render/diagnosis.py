@@ -1,0 +1,172 @@
+"""Renderers for a diagnosis: the channel message (root cause, category, confidence, the
+strongest evidence, similar past incidents) and the Details modal with every piece of evidence.
+Evidence that does not fit goes into a file next to the message."""
+
+from __future__ import annotations
+
+from agents.model import Diagnosis, Evidence, Incident
+from bot.ids import ActionId, CallbackId
+from bot.render import text as t
+from bot.render.blocks import (
+    SECTION_TEXT_MAX,
+    VIEW_BLOCKS_MAX,
+    Attachment,
+    Block,
+    Message,
+    View,
+    actions,
+    button,
+    code,
+    context,
+    divider,
+    esc,
+    escape,
+    fields,
+    header,
+    section,
+)
+
+EVIDENCE_SHOWN = 5
+SIMILAR_SHOWN = 3
+ALTERNATIVES_SHOWN = 3
+
+
+def details_value(diagnosis_ref: str) -> str:
+    """The Details button's value: the stored diagnosis's id (it names its incident)."""
+    return diagnosis_ref
+
+
+def parse_details_value(value: str) -> int | None:
+    return int(value) if value.isdigit() else None
+
+
+def _evidence_line(item: Evidence) -> str:
+    where = f" `{escape(item.service)}`" if item.service else ""
+    return f"• _{item.kind.value}_{where}: {esc(item.summary, 300)}"
+
+
+def evidence_text(diagnosis: Diagnosis) -> str:
+    """Every piece of evidence in full, for the attached file."""
+    parts = [f"Diagnosis of {diagnosis.incident_id} ({diagnosis.reasoner})", diagnosis.summary, ""]
+    for number, item in enumerate(diagnosis.evidence, start=1):
+        parts.append(f"[{number}] {item.kind.value} {item.source}")
+        parts.append(f"    {item.summary}")
+        if item.detail:
+            parts.extend(f"    {line}" for line in item.detail.splitlines())
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _too_long_for_messages(diagnosis: Diagnosis) -> bool:
+    total = sum(len(e.summary) + len(e.detail) for e in diagnosis.evidence)
+    return total > SECTION_TEXT_MAX or len(diagnosis.evidence) > EVIDENCE_SHOWN
+
+
+def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, ref: str) -> Message:
+    top = diagnosis.top
+    blocks: list[Block] = [
+        header(f"Diagnosis: {top.service}"),
+        section(
+            f":mag: *Root cause:* `{escape(top.service)}` — {top.category} "
+            f"(confidence {t.percent(top.confidence)})\n{esc(top.explanation, 1200)}"
+        ),
+        fields(
+            [
+                ("Category", str(top.category)),
+                ("Confidence", t.percent(top.confidence)),
+                ("Reasoner", escape(diagnosis.reasoner)),
+                ("Evidence", f"{len(diagnosis.evidence)} item(s)"),
+            ]
+        ),
+    ]
+    if diagnosis.summary and diagnosis.summary != top.explanation:
+        blocks.append(section(escape(diagnosis.summary)))
+    cited = [diagnosis.evidence[i] for i in top.evidence if 0 <= i < len(diagnosis.evidence)]
+    strongest = (cited or list(diagnosis.evidence))[:EVIDENCE_SHOWN]
+    if strongest:
+        blocks.append(section("*Evidence*\n" + "\n".join(_evidence_line(e) for e in strongest)))
+    others = diagnosis.hypotheses[1 : 1 + ALTERNATIVES_SHOWN]
+    if others:
+        blocks.append(
+            context(
+                "Also considered: "
+                + "; ".join(
+                    f"`{escape(h.service)}` {h.category} ({t.percent(h.confidence)})"
+                    for h in others
+                )
+            )
+        )
+    if diagnosis.similar:
+        lines = [
+            f"• *{escape(s.incident_id)}* {esc(s.title, 200)} — "
+            f"{escape(s.root_cause_service or '?')} ({escape(s.category or '?')}); "
+            f"fixed by {esc(s.resolution or 'unknown', 300)} "
+            f"(similarity {t.percent(s.score)})"
+            for s in diagnosis.similar[:SIMILAR_SHOWN]
+        ]
+        blocks.append(section("*Similar past incidents*\n" + "\n".join(lines)))
+    if diagnosis.fallback_reason:
+        blocks.append(
+            context(f"The offline reasoner took over: {esc(diagnosis.fallback_reason, 500)}")
+        )
+    files: tuple[Attachment, ...] = ()
+    if _too_long_for_messages(diagnosis):
+        files = (
+            Attachment(
+                filename=f"{incident.id}-evidence.txt",
+                title=f"Evidence for {incident.id}",
+                content=evidence_text(diagnosis),
+            ),
+        )
+    blocks.append(
+        actions(
+            button(
+                "Details",
+                action_id=ActionId.DETAILS,
+                value=details_value(ref),
+            )
+        )
+    )
+    if diagnosis.tokens:
+        blocks.append(context(f"{diagnosis.tokens} LLM tokens"))
+    return Message(
+        text=f"{incident.id}: root cause {top.service} ({top.category}, "
+        f"{t.percent(top.confidence)})",
+        blocks=tuple(blocks),
+        files=files,
+    )
+
+
+def render_diagnosis_details(incident: Incident, diagnosis: Diagnosis) -> View:
+    """Every piece of evidence, one block each (its detail as a code block); past the view's
+    block limit the rest is counted and left to the attached file."""
+    blocks: list[Block] = [
+        section(
+            f"*{escape(incident.id)}* — `{escape(diagnosis.root_cause_service)}` "
+            f"{diagnosis.category} ({t.percent(diagnosis.confidence)})\n"
+            f"{esc(diagnosis.summary, 2000)}"
+        ),
+    ]
+    for number, hypothesis in enumerate(diagnosis.hypotheses[:5], start=1):
+        blocks.append(
+            context(
+                f"{number}. `{escape(hypothesis.service)}` {hypothesis.category} "
+                f"{t.percent(hypothesis.confidence)} — {esc(hypothesis.explanation, 600)}"
+            )
+        )
+    blocks.append(divider())
+    room = VIEW_BLOCKS_MAX - len(blocks) - 1
+    for number, item in enumerate(diagnosis.evidence[:room], start=1):
+        body = f"*{number}. {item.kind.value}* `{esc(item.source, 300)}`\n"
+        body += esc(item.summary, 600)
+        if item.detail:
+            body += "\n" + code(item.detail, SECTION_TEXT_MAX - len(body) - 1)
+        blocks.append(section(body))
+    hidden = len(diagnosis.evidence) - room
+    if hidden > 0:
+        blocks.append(context(f"{hidden} more items are in the evidence file in the channel."))
+    return View(
+        callback_id=CallbackId.DETAILS,
+        title="Evidence",
+        blocks=tuple(blocks),
+    )

@@ -1,0 +1,208 @@
+"""Renderers for plans: the approval message (actions, risk, the dry-run diff, approvals, and
+Approve / Reject while it is open), the decision line when a person rejects it or admission
+refuses it, and the modal that asks for the reason of a rejection.
+
+Buttons carry only `plan id:content hash` (≤ 2,000 characters by construction): the plan
+itself stays in storage, and the hash makes a click on an out-of-date message a refusal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from agents.model import Incident, PlanStatus
+from agents.planning.plan import Plan
+from bot.ids import ActionId, BlockId, CallbackId, InputId
+from bot.render import text as t
+from bot.render.blocks import (
+    INPUT_LABEL_MAX,
+    SECTION_TEXT_MAX,
+    Attachment,
+    Block,
+    Message,
+    View,
+    actions,
+    button,
+    code,
+    context,
+    esc,
+    escape,
+    fields,
+    fits,
+    header,
+    plain,
+    section,
+)
+
+DIFFS_SHOWN = 8
+ACTIONS_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanButton:
+    """What an Approve or Reject button says: the plan and the hash of what was shown."""
+
+    plan_id: str
+    content_hash: str
+
+    def value(self) -> str:
+        return f"{self.plan_id}:{self.content_hash}"
+
+    @classmethod
+    def parse(cls, value: str) -> PlanButton:
+        plan_id, _, content_hash = value.partition(":")
+        return cls(plan_id=plan_id, content_hash=content_hash)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectContext:
+    """What the reject modal carries in `private_metadata` (ids only)."""
+
+    plan_id: str
+    content_hash: str
+    channel: str
+
+    def encode(self) -> str:
+        return json.dumps(
+            {"plan": self.plan_id, "hash": self.content_hash, "channel": self.channel}
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> RejectContext:
+        data = json.loads(text or "{}")
+        return cls(
+            plan_id=str(data.get("plan", "")),
+            content_hash=str(data.get("hash", "")),
+            channel=str(data.get("channel", "")),
+        )
+
+
+def _status_line(plan: Plan, approvers: Sequence[str], needed: int, now: datetime | None) -> str:
+    who = ", ".join(t.person(u) for u in approvers)
+    if plan.status is PlanStatus.PROPOSED:
+        expires = f" · expires {t.when(plan.expires_at)}" if plan.expires_at else ""
+        got = f" · approved so far by {who}" if approvers else ""
+        return f":raised_hand: Waiting for approval ({len(approvers)}/{needed}){got}{expires}"
+    if plan.status in (PlanStatus.APPROVED, PlanStatus.EXECUTED):
+        by = who or t.person(plan.decided_by or "stratus")
+        return f":white_check_mark: Approved by {by} — running as a transaction"
+    if plan.status is PlanStatus.REJECTED:
+        by = t.person(plan.decided_by or "?")
+        reason = esc(plan.reject_reason or "no reason given", 800)
+        if plan.decided_by == "engine":
+            return f":no_entry: Refused before any write: {reason}"
+        return f":x: Rejected by {by}: {reason}"
+    if plan.status is PlanStatus.EXPIRED:
+        return ":hourglass: This approval request expired; Stratus proposes again."
+    return f":fast_forward: {plan.status.value.capitalize()}"
+
+
+def render_plan(
+    incident: Incident,
+    plan: Plan,
+    *,
+    approvers: Sequence[str] = (),
+    needed: int = 1,
+    open_for_approval: bool,
+    now: datetime | None = None,
+) -> Message:
+    """`open_for_approval`: show Approve / Reject (the plan is proposed and the incident
+    waits for it)."""
+    shown = plan.actions[:ACTIONS_SHOWN]
+    action_lines = [
+        f"{n}. {esc(a.describe(), 400)} ({a.risk.value})" for n, a in enumerate(shown, start=1)
+    ]
+    if len(plan.actions) > ACTIONS_SHOWN:
+        action_lines.append(f"… and {len(plan.actions) - ACTIONS_SHOWN} more")
+    blocks: list[Block] = [
+        header(f"Plan for {incident.id} (attempt {plan.attempt})"),
+        section("*Actions*\n" + "\n".join(action_lines)),
+        section("*Why*\n" + esc(plan.rationale or "—", 2500)),
+        fields(
+            [
+                ("Risk", t.risk(plan.risk)),
+                ("Approvals needed", str(needed)),
+                ("Hypothesis", esc(plan.hypothesis or "—", 500)),
+                ("Expires", t.when(plan.expires_at)),
+            ]
+        ),
+    ]
+    files: tuple[Attachment, ...] = ()
+    diffs = [(a, d) for a, d in zip(plan.actions, plan.diffs, strict=False) if d.strip()]
+    if (
+        diffs
+        and len(diffs) <= DIFFS_SHOWN
+        and all(fits(d, SECTION_TEXT_MAX - 450) for _, d in diffs)
+    ):
+        for action, diff in diffs:
+            blocks.append(
+                section(
+                    f"*Dry-run diff* — {esc(action.describe(), 400)}\n"
+                    + code(diff, SECTION_TEXT_MAX - 450)
+                )
+            )
+    elif diffs:
+        full = "\n\n".join(f"# {a.describe()}\n{d.rstrip()}" for a, d in diffs)
+        blocks.append(
+            section(
+                "*Dry-run diff* (too long for a message: the full diff is attached)\n"
+                + code(full, 1500)
+            )
+        )
+        files = (Attachment(filename=f"{plan.id}-diff.txt", title="Dry-run diff", content=full),)
+    if plan.reflection:
+        blocks.append(context(esc(plan.reflection, 1900)))
+    blocks.append(context(_status_line(plan, approvers, needed, now)))
+    if open_for_approval and plan.status is PlanStatus.PROPOSED:
+        value = PlanButton(plan_id=plan.id, content_hash=plan.content_hash).value()
+        blocks.append(
+            actions(
+                button("Approve", action_id=ActionId.APPROVE, value=value, style="primary"),
+                button("Reject", action_id=ActionId.REJECT, value=value, style="danger"),
+                block_id=f"plan-{plan.id}",
+            )
+        )
+    return Message(
+        text=f"{incident.id}: plan ({plan.risk.value} risk) — {plan.describe()}",
+        blocks=tuple(blocks),
+        files=files,
+    )
+
+
+def render_decision(incident: Incident, plan: Plan) -> Message:
+    """The channel line for a rejected (or refused) plan."""
+    line = _status_line(plan, (), 1, None)
+    return Message(
+        text=f"{incident.id}: {plan.status.value} — {plan.reject_reason or ''}",
+        blocks=(section(f"{line}\nStratus will propose something else or escalate."),),
+    )
+
+
+def render_reject_modal(plan: Plan, *, channel: str) -> View:
+    meta = RejectContext(plan_id=plan.id, content_hash=plan.content_hash, channel=channel)
+    return View(
+        callback_id=CallbackId.REJECT_REASON,
+        title="Reject plan",
+        submit="Reject",
+        close="Cancel",
+        private_metadata=meta.encode(),
+        blocks=(
+            section(f"Reject *{escape(plan.id)}*: {esc(plan.describe(), 2500)}"),
+            {
+                "type": "input",
+                "block_id": BlockId.REJECT_REASON,
+                "label": plain(
+                    "Why? Stratus learns from it and proposes something else.", INPUT_LABEL_MAX
+                ),
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": InputId.REJECT_REASON,
+                    "multiline": True,
+                    "max_length": 2000,
+                },
+            },
+        ),
+    )

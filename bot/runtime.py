@@ -1,0 +1,99 @@
+"""`BotRuntime`: one process serving everything — the Bolt app (Socket Mode through
+slack_sdk's built-in client, or HTTP mode at `/slack/events` on our own aiohttp server), the
+webhook, health and metrics endpoints, and the services' background work.
+
+    runtime = BotRuntime(build_services(settings))
+    runtime.start()        # returns once everything listens
+    ...
+    runtime.stop()         # Ctrl-C / SIGTERM in `stratus run`
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Mapping
+
+from slack_bolt import App
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk import WebClient
+
+from bot.app import build_app
+from bot.config import SlackMode
+from bot.http.endpoints import Endpoints
+from bot.http.server import HttpServer, blocking_pool
+from bot.services import Services
+
+logger = logging.getLogger(__name__)
+
+
+class BotRuntime:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.app: App | None = None
+        self._http: HttpServer | None = None
+        self._socket: SocketModeHandler | None = None
+        self._executor = blocking_pool()
+        self.http_port = 0
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{self.services.settings.http.host}:{self.http_port}"
+
+    def start(self) -> None:
+        services = self.services
+        settings = services.settings
+        self.app = app = build_app(services)
+        http_mode = settings.slack.mode is SlackMode.HTTP
+        endpoints = Endpoints(
+            ingest=services.incidents.ingest,
+            readiness=self.readiness,
+            metrics=services.metrics,
+            executor=self._executor,
+            bolt=app if http_mode else None,
+        )
+        self._http = HttpServer(
+            endpoints.application(), host=settings.http.host, port=settings.http.port
+        )
+        self.http_port = self._http.start()
+        services.start()
+        if not http_mode:
+            self._socket = SocketModeHandler(
+                app,
+                settings.slack.app_token,
+                web_client=WebClient(base_url=settings.slack.api_url),
+                logger=logging.getLogger("bot.socket_mode"),
+            )
+            self._socket.connect()  # type: ignore[no-untyped-call]
+        logger.info("stratus is running (%s mode)", settings.slack.mode.value)
+
+    def readiness(self) -> Mapping[str, bool]:
+        checks = {"database": self.services.database_ready()}
+        if self._socket is not None:
+            checks["slack"] = bool(self._socket.client.is_connected())
+        return checks
+
+    def stop(self) -> None:
+        if self._socket is not None:
+            _close_socket_mode(self._socket)
+            self._socket = None
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
+        self.services.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        logger.info("stratus stopped")
+
+
+def _close_socket_mode(handler: SocketModeHandler) -> None:
+    """Close the built-in Socket Mode client without its built-in waits: its reader holds a
+    lock for up to 3 s in recv() (shutting the socket down wakes it) and its message thread
+    waits up to 1 s on its queue (an empty message after `closed` wakes it)."""
+    client = handler.client
+    session = client.current_session
+    with contextlib.suppress(OSError, AttributeError):
+        session.sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
+    client.closed = True
+    client.message_queue.put("")
+    handler.close()  # type: ignore[no-untyped-call]

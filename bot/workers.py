@@ -1,0 +1,96 @@
+"""Where the work of a click, a webhook or a timer runs: never in a Slack listener.
+
+`Lanes` runs tasks on a thread pool, one at a time per key and in submission order per key:
+the messages of one incident are posted in order while other incidents post in parallel, and
+two clicks on one plan are decided one after the other. The task wrapper is an outer
+boundary: a task that raises is handed to the failure reporter (log with traceback, a mapped
+message for the person who clicked), and the lane goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Origin:
+    """Who and what a task is for, so a failure can be told to the right person."""
+
+    what: str
+    user: str | None = None
+    channel: str | None = None
+    incident_id: str | None = None
+
+
+Task = Callable[[], None]
+OnError = Callable[[Exception, Origin], None]
+
+
+def _log_only(error: Exception, origin: Origin) -> None:
+    logger.error("task %s failed", origin.what, exc_info=error)
+
+
+class Lanes:
+    def __init__(self, *, workers: int, name: str, on_error: OnError = _log_only) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        self._on_error = on_error
+        self._queues: dict[str, deque[tuple[Task, Origin]]] = {}
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._closed = False
+
+    def set_error_handler(self, on_error: OnError) -> None:
+        self._on_error = on_error
+
+    def submit(self, key: str, task: Task, origin: Origin) -> None:
+        with self._lock:
+            if self._closed:
+                logger.warning("lanes closed; dropping %s", origin.what)
+                return
+            queue = self._queues.get(key)
+            if queue is not None:  # the lane is running: it picks this up in turn
+                queue.append((task, origin))
+                return
+            self._queues[key] = deque([(task, origin)])
+        self._pool.submit(self._drain, key)
+
+    def _drain(self, key: str) -> None:
+        while True:
+            with self._lock:
+                queue = self._queues[key]
+                if self._closed and queue:
+                    logger.warning("lanes closed; dropping %d task(s) of %s", len(queue), key)
+                    queue.clear()
+                if not queue:
+                    del self._queues[key]
+                    self._idle.notify_all()
+                    return
+                task, origin = queue.popleft()
+            try:
+                task()
+            except Exception as e:  # noqa: BLE001 - the worker boundary: the reporter logs it
+                self._on_error(e, origin)
+
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self._queues)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no lane has work (tests and shutdown)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._queues, timeout_s)
+
+    def close(self, *, timeout_s: float = 10.0) -> None:
+        """Refuse new tasks, let running lanes finish for up to `timeout_s`, then stop."""
+        with self._lock:
+            self._closed = True
+        if not self.wait_idle(timeout_s):
+            logger.warning("lanes: work still running after %ss; not waiting longer", timeout_s)
+        self._pool.shutdown(wait=False, cancel_futures=True)
