@@ -1,0 +1,151 @@
+"""The journal's watch threads against a scripted `ChangeWatcher`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from agents.errors import ClusterError, TransientError
+from agents.journal import DEPLOYMENT, ChangeJournal, JournalWatcher, newest_resource_version
+from agents.model import ChangeType, KubeObject, Scope
+from lab.clock import LabClock
+from storage import Store
+from tests.agents.detection.fakes import FakeCluster
+from tests.agents.journal.objects import creator, deployment, managed
+
+HOTEL = Scope(cluster="lab", namespace="hotel")
+Script = Callable[[str | None], Iterator[tuple[str, KubeObject]]]
+
+
+def events(*items: tuple[str, KubeObject]) -> Script:
+    def script(_rv: str | None) -> Iterator[tuple[str, KubeObject]]:
+        yield from items
+
+    return script
+
+
+def fail(error: Exception) -> Script:
+    def script(_rv: str | None) -> Iterator[tuple[str, KubeObject]]:
+        # A generator, like the real watch: the error surfaces on the first `next`.
+        yield from ()
+        raise error
+
+    return script
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def only_deployments(store: Store, clock: LabClock) -> ChangeJournal:
+    return ChangeJournal(
+        store=store, clock=clock, cluster="lab", namespaces=["hotel"], kinds=[DEPLOYMENT]
+    )
+
+
+def image(rv: str, tag: str, seconds: float) -> KubeObject:
+    change = managed(
+        "kubectl-set",
+        seconds,
+        {
+            "f:spec": {
+                "f:template": {"f:spec": {"f:containers": {'k:{"name":"geo"}': {"f:image": {}}}}}
+            }
+        },
+    )
+    return deployment(image=f"hotel/geo:{tag}", rv=rv, managers=[creator(0), change])
+
+
+def test_list_watch_resume_and_relist_after_gone(
+    store: Store, clock: LabClock, cluster: FakeCluster
+) -> None:
+    journal = only_deployments(store, clock)
+    cluster.objects[("Deployment", "hotel")] = {"geo": deployment(rv="10").body}
+    gone = ClusterError("watch Deployment in hotel: too old resource version: 11 (40) (HTTP 410)")
+    modified = image("11", "2", 5)
+
+    def modify(_rv: str | None) -> Iterator[tuple[str, KubeObject]]:
+        cluster.objects[("Deployment", "hotel")]["geo"] = modified.body
+        yield "MODIFIED", modified
+        yield "BOOKMARK", deployment(rv="12")
+
+    cluster.watch_scripts[("Deployment", "hotel")] = [
+        modify,
+        events(),  # the server ended the watch without news
+        fail(gone),
+        events(("DELETED", image("41", "2", 5))),
+    ]
+    watcher = JournalWatcher(
+        journal=journal, watcher=cluster, reader=cluster, timeout_s=1, backoff_s=0.01
+    )
+    watcher.start()
+    try:
+        wait_for(
+            lambda: any(
+                c.change_type is ChangeType.DELETED for c in journal.changes(HOTEL, None, None)
+            ),
+            "the deletion",
+        )
+    finally:
+        assert watcher.stop(timeout_s=5)
+    assert not watcher.running
+    changes = journal.changes(HOTEL, None, None)
+    assert [(c.change_type, c.manager) for c in changes] == [
+        (ChangeType.MODIFIED, "kubectl-set"),
+        (ChangeType.DELETED, "unknown"),
+    ]
+    rvs = [rv for kind, _ns, rv in cluster.watch_calls[:4]]
+    # from the list, then from the bookmark, then (410) a fresh list's newest version
+    assert rvs == ["10", "12", "12", "11"]
+    assert cluster.list_calls.count(("Deployment", "hotel")) == 2
+
+
+def test_transient_errors_resume_from_the_same_version(
+    store: Store, clock: LabClock, cluster: FakeCluster
+) -> None:
+    journal = only_deployments(store, clock)
+    cluster.objects[("Deployment", "hotel")] = {"geo": deployment(rv="10").body}
+    cluster.watch_scripts[("Deployment", "hotel")] = [
+        fail(TransientError("connection reset")),
+        events(("MODIFIED", image("11", "3", 5))),
+    ]
+    watcher = JournalWatcher(
+        journal=journal, watcher=cluster, reader=cluster, timeout_s=1, backoff_s=0.01
+    )
+    watcher.start()
+    try:
+        wait_for(lambda: len(journal.changes(HOTEL, None, None)) == 1, "the change")
+    finally:
+        assert watcher.stop(timeout_s=5)
+    assert [rv for _k, _n, rv in cluster.watch_calls[:2]] == ["10", "10"]
+    assert cluster.list_calls.count(("Deployment", "hotel")) == 1
+
+
+def test_stop_ends_a_blocked_watch_when_the_server_ends_it(
+    store: Store, clock: LabClock, cluster: FakeCluster
+) -> None:
+    journal = only_deployments(store, clock)
+    entered = threading.Event()
+
+    def long_watch(_rv: str | None) -> Iterator[tuple[str, KubeObject]]:
+        entered.set()
+        time.sleep(0.3)  # the server's timeoutSeconds running out
+        yield from ()
+
+    cluster.watch_scripts[("Deployment", "hotel")] = [long_watch] * 100
+    watcher = JournalWatcher(journal=journal, watcher=cluster, reader=cluster, timeout_s=1)
+    watcher.start()
+    assert entered.wait(5)
+    assert watcher.stop(timeout_s=5)
+    assert not watcher.running
+
+
+def test_newest_resource_version() -> None:
+    assert newest_resource_version([deployment(rv="9"), deployment(rv="10")]) == "10"
+    assert newest_resource_version([deployment(rv="9"), deployment(rv="abc")]) is None
+    assert newest_resource_version([]) is None

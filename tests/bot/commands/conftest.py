@@ -1,0 +1,17 @@
+"""The bot as in production on the stand-ins (see `stand.py`), with `/stratus` registered by
+`bot.app` through its surface seam."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.bot.commands.stand import Stand, make_stand
+
+
+@pytest.fixture
+def bot(tmp_path: Path) -> Iterator[Stand]:
+    with make_stand(tmp_path) as stand:
+        yield stand

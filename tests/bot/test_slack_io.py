@@ -1,0 +1,105 @@
+"""`SlackIO` against the local workspace with the real `WebClient`: a 429 with Retry-After
+loses no message, posting is paced per channel, long content goes out as a file, and a call
+that still fails raises `SlackCallFailed` with Slack's error (counted in the metrics)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bot.errors import SlackCallFailed
+from bot.metrics import BotMetrics
+from bot.render.blocks import Attachment, Message, section
+from bot.slack_io import Pacer, SlackIO, web_client
+from lab.slack import SlackWorkspace
+
+
+@pytest.fixture
+def workspace() -> Iterator[SlackWorkspace]:
+    with SlackWorkspace() as ws:
+        yield ws
+
+
+def slack_io(ws: SlackWorkspace, metrics: BotMetrics, interval: float = 0.0) -> SlackIO:
+    client = web_client(token=ws.config.bot_token, base_url=ws.api_url, metrics=metrics)
+    return SlackIO(client, metrics=metrics, post_interval_s=interval, update_interval_s=interval)
+
+
+def note(text: str) -> Message:
+    return Message(text=text, blocks=(section(text),))
+
+
+def test_a_rate_limited_post_is_retried_after_retry_after(workspace: SlackWorkspace) -> None:
+    metrics = BotMetrics()
+    io = slack_io(workspace, metrics)
+    workspace.inject_rate_limit("chat.postMessage", count=2, retry_after=1)
+    started = time.monotonic()
+    posted = io.post("incidents", note("first"))
+    assert time.monotonic() - started >= 2.0  # waited Retry-After twice
+    statuses = [c.status for c in workspace.calls("chat.postMessage")]
+    assert statuses == [429, 429, 200]
+    message = workspace.message("incidents", posted.ts)
+    assert message is not None and message["text"] == "first"
+    counted = metrics.slack_api_errors.labels(method="chat.postMessage", error="ratelimited")
+    assert counted._value.get() == 2
+
+
+def test_posts_to_one_channel_are_paced(workspace: SlackWorkspace) -> None:
+    io = slack_io(workspace, BotMetrics(), interval=0.3)
+    started = time.monotonic()
+    for n in range(4):
+        io.post("incidents", note(f"message {n}"))
+    assert time.monotonic() - started >= 0.9  # three waits of 0.3 s between four posts
+    texts = [m["text"] for m in workspace.messages("incidents")]
+    assert texts == [f"message {n}" for n in range(4)]
+
+
+def test_pacer_gives_each_key_its_own_slots() -> None:
+    now = [0.0]
+    slept: list[float] = []
+    pacer = Pacer(1.0, clock=lambda: now[0], sleep=slept.append)
+    pacer.wait("a")
+    pacer.wait("b")
+    pacer.wait("a")
+    pacer.wait("a")
+    assert slept == [1.0, 2.0]
+
+
+def test_files_of_a_message_are_uploaded_next_to_it(workspace: SlackWorkspace) -> None:
+    io = slack_io(workspace, BotMetrics())
+    content = "line\n" * 5000
+    message = Message(
+        text="diff",
+        blocks=(section("see the file"),),
+        files=(Attachment(filename="plan-diff.txt", title="Dry-run diff", content=content),),
+    )
+    posted = io.post("incidents", message)
+    [file] = workspace.files()
+    assert file["name"] == "plan-diff.txt"
+    assert workspace.file_bytes(file["id"]).decode() == content
+    assert workspace.message("incidents", posted.ts) is not None
+
+
+def test_a_failed_call_raises_slack_call_failed_and_is_counted(workspace: SlackWorkspace) -> None:
+    metrics = BotMetrics()
+    io = slack_io(workspace, metrics)
+    with pytest.raises(SlackCallFailed) as failed:
+        io.post("no-such-channel", note("lost"))
+    assert failed.value.error == "channel_not_found"
+    counted = metrics.slack_api_errors.labels(method="chat.postMessage", error="channel_not_found")
+    assert counted._value.get() == 1
+
+
+def test_tell_falls_back_to_a_direct_message(workspace: SlackWorkspace) -> None:
+    io = slack_io(workspace, BotMetrics())
+    channel = io.create_channel("inc-20260105-geo-1234")  # carol is not a member
+    io.tell("U0CAROL03", "you are not an approver", channel=channel)
+    assert workspace.ephemerals(channel) == []
+    dm = [
+        c
+        for c in workspace.calls("chat.postMessage")
+        if c.args.get("text") == "you are not an approver"
+    ]
+    assert len(dm) == 1 and dm[0].ok

@@ -1,0 +1,75 @@
+"""`Lanes`: one task at a time per key, in order; keys in parallel; a failing task is
+reported and the lane goes on."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from bot.workers import Lanes, Origin
+
+
+def test_tasks_of_one_key_run_in_order_and_never_overlap() -> None:
+    lanes = Lanes(workers=4, name="test-lanes")
+    running = 0
+    overlap = False
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def task(n: int) -> None:
+        nonlocal running, overlap
+        with lock:
+            running += 1
+            overlap = overlap or running > 1
+        time.sleep(0.005)
+        seen.append(n)
+        with lock:
+            running -= 1
+
+    for n in range(30):
+        lanes.submit("plan:1", lambda n=n: task(n), Origin(what=f"task {n}"))  # type: ignore[misc]
+    assert lanes.wait_idle(10)
+    assert seen == list(range(30)) and not overlap
+    lanes.close()
+
+
+def test_different_keys_run_in_parallel() -> None:
+    lanes = Lanes(workers=2, name="test-lanes")
+    both = threading.Barrier(2, timeout=5)
+    done: list[str] = []
+
+    def meet(key: str) -> None:
+        both.wait()  # only returns when the other key's task runs at the same time
+        done.append(key)
+
+    lanes.submit("a", lambda: meet("a"), Origin(what="a"))
+    lanes.submit("b", lambda: meet("b"), Origin(what="b"))
+    assert lanes.wait_idle(10)
+    assert sorted(done) == ["a", "b"]
+    lanes.close()
+
+
+def test_a_failing_task_is_reported_and_the_lane_goes_on() -> None:
+    reported: list[tuple[str, str]] = []
+    lanes = Lanes(
+        workers=1, name="test-lanes", on_error=lambda e, o: reported.append((str(e), o.what))
+    )
+    after: list[str] = []
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    lanes.submit("k", fail, Origin(what="failing", user="U1", channel="C1"))
+    lanes.submit("k", lambda: after.append("ran"), Origin(what="next"))
+    assert lanes.wait_idle(10)
+    assert reported == [("boom", "failing")] and after == ["ran"]
+    lanes.close()
+
+
+def test_closed_lanes_take_no_more_work() -> None:
+    lanes = Lanes(workers=1, name="test-lanes")
+    lanes.close()
+    ran: list[int] = []
+    lanes.submit("k", lambda: ran.append(1), Origin(what="late"))
+    time.sleep(0.05)
+    assert ran == []

@@ -1,0 +1,111 @@
+"""Row builders with sensible defaults, so each test states only what it is about."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from storage.tables import (
+    IncidentAlertRow,
+    IncidentRow,
+    PlanRow,
+    TimelineEventRow,
+    TransactionRow,
+    UndoEntryRow,
+)
+from tests.storage.conftest import T0
+
+
+def incident(id: str = "inc-1", **fields: Any) -> IncidentRow:
+    values: dict[str, Any] = {
+        "title": "frontend 5xx",
+        "cluster": "lab",
+        "namespace": "hotel",
+        "state": "detected",
+        "service": "frontend",
+        "mu0": 3.0,
+        "opened_at": T0,
+        "updated_at": T0,
+        "group_key": "lab/hotel/HighErrorRate",
+    }
+    values.update(fields)
+    return IncidentRow(id=id, **values)
+
+
+def alert(incident_id: str = "inc-1", fingerprint: str = "fp-1", **fields: Any) -> IncidentAlertRow:
+    seen: datetime = fields.pop("seen", T0)
+    values: dict[str, Any] = {
+        "alertname": "HighErrorRate",
+        "status": "firing",
+        "labels": {"namespace": "hotel", "service": "frontend"},
+        "annotations": {"summary": "5xx above 5%"},
+        "starts_at": T0,
+        "first_seen": seen,
+        "last_seen": seen,
+    }
+    values.update(fields)
+    return IncidentAlertRow(incident_id=incident_id, fingerprint=fingerprint, **values)
+
+
+def event(incident_id: str = "inc-1", **fields: Any) -> TimelineEventRow:
+    values: dict[str, Any] = {
+        "at": T0,
+        "state": "detected",
+        "kind": "transition",
+        "message": "detected",
+    }
+    values.update(fields)
+    return TimelineEventRow(incident_id=incident_id, **values)
+
+
+def plan(id: str = "plan-1", incident_id: str = "inc-1", **fields: Any) -> PlanRow:
+    values: dict[str, Any] = {
+        "status": "proposed",
+        "risk": "low",
+        "content_hash": "h1",
+        "actions": [{"type": "scale", "target": "Deployment/hotel/frontend", "replicas": 3}],
+        "rationale": "more replicas",
+        "created_at": T0,
+    }
+    values.update(fields)
+    return PlanRow(id=id, incident_id=incident_id, **values)
+
+
+def transaction(id: str = "txn-1", **fields: Any) -> TransactionRow:
+    values: dict[str, Any] = {
+        "incident_id": "inc-1",
+        "cluster": "lab",
+        "namespace": "hotel",
+        "status": "open",
+        "started_at": T0,
+        "fencing_token": 1,
+        "holder": "replica-1",
+    }
+    values.update(fields)
+    return TransactionRow(id=id, **values)
+
+
+def undo_entry(
+    id: str,
+    transaction_id: str = "txn-1",
+    *,
+    kind: str = "Deployment",
+    name: str = "frontend",
+    namespace: str | None = "hotel",
+    **fields: Any,
+) -> UndoEntryRow:
+    values: dict[str, Any] = {
+        "action": {"type": "scale", "replicas": 3},
+        "target_api_version": "apps/v1",
+        "snapshot": {"kind": kind, "metadata": {"name": name}, "spec": {"replicas": 1}},
+        "created_at": T0,
+    }
+    values.update(fields)
+    return UndoEntryRow(
+        id=id,
+        transaction_id=transaction_id,
+        target_kind=kind,
+        target_name=name,
+        target_namespace=namespace,
+        **values,
+    )
