@@ -11,8 +11,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Stamp files keep `make test` from reinstalling when nothing changed. --no-compile halves the
-# install (about 20 s instead of 40 s here): Python compiles what it imports on first use, which
-# for the demo is a fraction of site-packages.
+# install (about 20 s instead of 40 s here): Python compiles what it imports on first use and
+# caches it, which for the demo is a fraction of site-packages. That caching is why
+# PYTHONDONTWRITEBYTECODE is dropped for everything make runs: with it set (as it is on some CI
+# images) nothing is ever cached, every test subprocess recompiles the kubernetes client and
+# matplotlib from source (about 10 s each), and the suite takes twice as long.
+unexport PYTHONDONTWRITEBYTECODE
 PIP := $(BIN)/python -m pip install --quiet --no-compile
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) -e .
