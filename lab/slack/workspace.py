@@ -225,8 +225,10 @@ class SlackWorkspace:
         """Socket Mode connections opened since start (reconnects count)."""
         return self._hub.connections_opened
 
-    def wait_until(self, predicate: Callable[[], T | None], timeout: float = 5.0) -> T:
-        """Re-evaluate `predicate` whenever the workspace changes until it is truthy."""
+    def wait_until(self, predicate: Callable[[], T | None], timeout: float = 30.0) -> T:
+        """Re-evaluate `predicate` whenever the workspace changes until it is truthy. The default
+        wait is long because it only runs out on failure: a bot posting a diagnosis with its
+        chart (matplotlib's first import included) took over 5 s on a loaded 2-core CI machine."""
         result = self.state.wait_until(predicate, timeout)
         if not result:
             raise TimeoutError(f"workspace condition not met within {timeout} s")
@@ -238,7 +240,7 @@ class SlackWorkspace:
         predicate: Callable[[JsonObject], bool] | None = None,
         *,
         thread_ts: str | None = None,
-        timeout: float = 5.0,
+        timeout: float = 30.0,
     ) -> JsonObject:
         """The newest message (or thread reply) matching `predicate`, waiting for it."""
 
