@@ -17,12 +17,14 @@ URLs), so each can be pointed at a stand-in.
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Protocol
 
 from slack_sdk import WebClient
@@ -369,12 +371,65 @@ def check_prometheus(url: str | None, *, timeout_s: float = 5.0) -> Check:
         )
     if status == 200:
         return Check(name="prometheus", verdict=Verdict.OK, detail=f"{ready} is ready")
+    if status == 404:
+        # Not every PromQL server has Prometheus's /-/ready (Thanos Query, VictoriaMetrics,
+        # the lab's stand-in, a path prefix): the query API is what the bot needs.
+        return _check_promql(url, timeout_s=timeout_s)
     return Check(
         name="prometheus",
         verdict=Verdict.PROBLEM,
         detail=f"{ready} answered HTTP {status}",
         fix="Prometheus is starting or unhealthy; look at its own logs",
     )
+
+
+def _check_promql(url: str, *, timeout_s: float) -> Check:
+    query = url.rstrip("/") + "/api/v1/query?query=vector(1)"
+    try:
+        with urllib.request.urlopen(query, timeout=timeout_s) as answer:  # noqa: S310 (http(s) only: checked in bot.config)
+            body = json.loads(answer.read())
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return Check(
+            name="prometheus",
+            verdict=Verdict.PROBLEM,
+            detail=f"{url} has no /-/ready and its query API failed: {getattr(e, 'reason', e)}",
+            fix="STRATUS_PROMETHEUS_URL must be the base URL of a PromQL API (with its path "
+            "prefix, if it has one)",
+        )
+    if isinstance(body, dict) and body.get("status") == "success":
+        return Check(name="prometheus", verdict=Verdict.OK, detail=f"{url} answers PromQL queries")
+    return Check(
+        name="prometheus",
+        verdict=Verdict.PROBLEM,
+        detail=f"{query} did not answer as a PromQL API",
+        fix="STRATUS_PROMETHEUS_URL must be the base URL of a PromQL API",
+    )
+
+
+def check_policy(path: Path | None) -> Check:
+    """The policy file the bot would load: `stratus run` refuses a missing or invalid one, so
+    doctor must not call it fine."""
+    from agents.errors import PolicyError
+    from agents.policy import load_policy
+
+    if path is None:
+        return Check(
+            name="policy",
+            verdict=Verdict.SKIPPED,
+            detail="STRATUS_POLICY_FILE is not set: every namespace uses the default policy "
+            "(propose: every plan waits for an approval)",
+        )
+    try:
+        policy = load_policy(path)
+    except PolicyError as e:
+        return Check(
+            name="policy",
+            verdict=Verdict.PROBLEM,
+            detail=str(e),
+            fix="fix the file named by STRATUS_POLICY_FILE (see README, Policy)",
+        )
+    covered = ", ".join(policy.covered_namespaces) or "default rules only"
+    return Check(name="policy", verdict=Verdict.OK, detail=f"{path} is valid ({covered})")
 
 
 def check_database(

@@ -43,7 +43,12 @@ def _say(text: str) -> None:
     show_default=True,
     help="Use the real Prometheus and Alertmanager when installed (auto), always, or never.",
 )
-@click.option("--speed", type=float, default=None, help="Lab seconds per wall second.")
+@click.option(
+    "--speed",
+    type=float,
+    default=None,
+    help="Lab seconds per wall second.  [default: 1 with the real Prometheus, 4 without]",
+)
 @click.option(
     "--dir",
     "home",
@@ -55,7 +60,11 @@ def _say(text: str) -> None:
 @click.option(
     "--port", type=int, default=8765, show_default=True, help="Port of the workspace page."
 )
-@click.option("--headless", is_flag=True, help="No browser: run one scenario to its end.")
+@click.option(
+    "--headless",
+    is_flag=True,
+    help="No browser: run one scenario (--scenario, default the first of the demo) to its end.",
+)
 @click.option("--auto-approve", is_flag=True, help="Approve every plan (headless mode).")
 @click.option(
     "--json",
@@ -127,8 +136,10 @@ def _headless(
         _say("--headless needs --auto-approve: nobody is there to press Approve")
         sys.exit(EXIT_USAGE)
     if scenario_id is None:
-        _say("--headless runs one scenario: give --scenario ID")
-        sys.exit(EXIT_USAGE)
+        from bot.cli.demo_live import default_cycle
+
+        scenario_id = default_cycle(tuple(by_id.values()))[0].scenario.id
+        _say(f"no --scenario given: running the demo's first one, {scenario_id}")
     loaded = by_id[scenario_id]
     _say(f"running {scenario_id} headless (seed {seed})…")
     try:

@@ -207,6 +207,9 @@ class LiveDemo:
         scenario = loaded.scenario
         self._say(f"Injecting scenario {scenario.id}: {scenario.description}")
         injections: list[Injection] = []
+        # Incidents of earlier scenarios are closed already; only the ones this scenario opens
+        # decide when it is over.
+        earlier = self._incident_ids()
         started = time.monotonic()
         steps = sorted(scenario.faults, key=lambda f: f.at)
         # The bench leaves room for noise before the first fault; the demo starts with it and
@@ -221,37 +224,46 @@ class LiveDemo:
             )
             injections.append(injection)
             self._say("  " + "; ".join(injection.changes))
-        closed = self._wait_closed(timeout_s=900)
-        if closed:
-            self._say(
-                f"Scenario {scenario.id}: incident closed; try Undo in its channel. The lab is "
-                f"put back in {self._o.linger_s:g}s."
-            )
-            if self._stop.wait(self._o.linger_s):
-                return
+        if not self._wait_closed(earlier):
+            return
         self._say(
-            f"Scenario {scenario.id}: incident {'closed' if closed else 'still open'}; "
-            "putting the lab back for the next one."
+            f"Scenario {scenario.id}: incident closed; try Undo in its channel. The lab is "
+            f"put back in {self._o.linger_s:g}s."
         )
+        if self._stop.wait(self._o.linger_s):
+            return
+        self._say(f"Scenario {scenario.id}: putting the lab back for the next one.")
         for injection in reversed(injections):
             fault(injection.fault_id).recover(self.world, injection)
         self._stop.wait(30)
 
-    def _wait_closed(self, *, timeout_s: float) -> bool:
+    def _incident_ids(self) -> set[str]:
         assert self.runtime is not None
         store = self.runtime.services.store
-        deadline = time.monotonic() + timeout_s
+        return {row.id for row in store.incidents.list_by_state(*[s.value for s in IncidentState])}
+
+    def _wait_closed(self, earlier: set[str]) -> bool:
+        """Wait until the incidents this scenario opened are closed and none is open at all.
+
+        No time limit: the lab is never put back under an open incident (a plan may wait for a
+        person's approval for as long as they like). False only when the demo is stopping."""
+        assert self.runtime is not None
+        store = self.runtime.services.store
         seen: set[str] = set()
-        while not self._stop.is_set() and time.monotonic() < deadline:
+        reminded = time.monotonic()
+        while not self._stop.is_set():
             rows = store.incidents.list_by_state(*[s.value for s in IncidentState])
             for row in rows:
-                if row.id not in seen:
+                if row.id not in earlier and row.id not in seen:
                     seen.add(row.id)
                     self._say(f"  incident {row.id}: {row.title}")
-            if seen and all(
-                store.incidents.get(i).state == IncidentState.CLOSED.value for i in seen
-            ):
+            open_ids = [r.id for r in rows if r.state != IncidentState.CLOSED.value]
+            if seen and not open_ids:
                 return True
+            if open_ids and time.monotonic() - reminded > 300:
+                reminded = time.monotonic()
+                waiting = ", ".join(sorted(open_ids))
+                self._say(f"  waiting for {waiting} to close (approve or reject its plan)")
             self._stop.wait(2)
         return False
 

@@ -49,6 +49,7 @@ def run_checks(settings: Settings) -> list[Check]:
         Verdict,
         check_database,
         check_kubernetes,
+        check_policy,
         check_prometheus,
         check_slack,
     )
@@ -100,6 +101,7 @@ def run_checks(settings: Settings) -> list[Check]:
         if cluster is not None:
             cluster.close()
 
+    checks.append(check_policy(settings.policy_file))
     checks.append(check_prometheus(settings.prometheus.url))
     checks.append(check_database(settings.database.url, current=current, head=head))
     return checks

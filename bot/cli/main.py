@@ -26,12 +26,20 @@ def db() -> None:
 
 
 @db.command("upgrade")
-@click.option("--revision", default="head", show_default=True, help="Target revision.")
+@click.argument("revision", required=False)
+@click.option(
+    "--revision", "revision_option", help="Target revision (the same as REVISION; default head)."
+)
 @settings_errors_exit_2
-def db_upgrade(revision: str) -> None:
-    """Apply migrations up to REVISION (the bot also does this at start)."""
+def db_upgrade(revision: str | None, revision_option: str | None) -> None:
+    """Apply migrations up to REVISION, `head` by default (the bot also does this at start).
+    Spelt like `db downgrade REVISION`; `--revision` is kept for older scripts."""
     from storage.migrations import MigrationError, upgrade
 
+    if revision is not None and revision_option is not None and revision != revision_option:
+        click.echo("stratus: give the revision once (REVISION or --revision)", err=True)
+        sys.exit(2)
+    revision = revision or revision_option or "head"
     url = database_url(environment())
     try:
         upgrade(url, revision)

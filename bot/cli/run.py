@@ -38,6 +38,11 @@ def run() -> None:
         settings = load_settings()
     except SettingsError as e:
         _fail(f"invalid setting {e}", EXIT_USAGE)
+    kubeconfig = settings.kubernetes.kubeconfig
+    if kubeconfig is not None and not kubeconfig.is_file():
+        # A setting that names a missing file is a bad setting (exit 2), found before anything
+        # is started or migrated.
+        _fail(f"invalid setting KUBECONFIG: {kubeconfig} is not a file", EXIT_USAGE)
     secrets = [
         s
         for s in (

@@ -35,6 +35,7 @@ from bot.doctor import (
     catalog_actions,
     check_database,
     check_kubernetes,
+    check_policy,
     check_prometheus,
     check_slack,
     write_permissions,
@@ -420,6 +421,39 @@ def test_prometheus_ready_not_ready_and_unreachable() -> None:
     gone = check_prometheus(url, timeout_s=2)  # the stand-in has stopped
     assert gone.verdict is Verdict.PROBLEM and "unreachable" in gone.detail
     assert check_prometheus(None).verdict is Verdict.SKIPPED
+
+
+def test_a_promql_server_without_ready_endpoint_is_checked_by_a_query() -> None:
+    def promql(handler: BaseHTTPRequestHandler) -> None:
+        found = handler.path.startswith("/api/v1/query")
+        handler.send_response(200 if found else 404)
+        handler.end_headers()
+        handler.wfile.write(
+            b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
+            if found
+            else b"not found"
+        )
+
+    with http_stand_in(promql) as url:
+        check = check_prometheus(url)
+    assert check.verdict is Verdict.OK and "answers PromQL" in check.detail
+    with http_stand_in(_status(404)) as url:
+        missing = check_prometheus(url)
+    assert missing.verdict is Verdict.PROBLEM and "PromQL API" in missing.fix
+
+
+def test_the_policy_file_is_checked_as_the_bot_would_load_it(tmp_path: Path) -> None:
+    assert check_policy(None).verdict is Verdict.SKIPPED
+    missing = check_policy(tmp_path / "nowhere.yaml")
+    assert missing.verdict is Verdict.PROBLEM and "nowhere.yaml" in missing.detail
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("defaults:\n  autonomy: reckless\n")
+    invalid = check_policy(bad)
+    assert invalid.verdict is Verdict.PROBLEM
+    assert f"{bad}:2: defaults.autonomy" in invalid.detail
+    good = tmp_path / "good.yaml"
+    good.write_text("defaults:\n  autonomy: propose\n")
+    assert check_policy(good).verdict is Verdict.OK
 
 
 def test_database_migrated_and_not(database: str, tmp_path: Path) -> None:

@@ -54,6 +54,22 @@ def test_an_invalid_policy_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "never-created.db").exists()
 
 
+def test_a_missing_kubeconfig_is_one_line_and_exit_2_before_any_migration(tmp_path: Path) -> None:
+    env = {
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_APP_TOKEN": "xapp-test",
+        "KUBECONFIG": str(tmp_path / "no-such-kubeconfig"),
+        "STRATUS_DATABASE_URL": f"sqlite:///{tmp_path / 'never-created.db'}",
+        "STRATUS_SETTINGS_FILE": "",
+    }
+    result = CliRunner().invoke(run, [], env=env)
+    assert result.exit_code == 2
+    assert result.output == (
+        f"stratus: invalid setting KUBECONFIG: {tmp_path / 'no-such-kubeconfig'} is not a file\n"
+    )
+    assert not (tmp_path / "never-created.db").exists()
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[LabWorld]:
     config = WorldConfig(
