@@ -175,7 +175,9 @@ class JournalWatcher:
                 self._stop.wait(pause)
             except TransientError as e:
                 logger.info("journal watch of %s in %s: %s; retrying", kind.kind, namespace, e)
-                self._stop.wait(max(backoff.next_pause(), min(e.retry_after_s, 60.0)))
+                self._stop.wait(
+                    max(backoff.next_pause(), min(e.retry_after_s, self._max_backoff_s))
+                )
             except ClusterError as e:
                 listed = False  # start over from a fresh list
                 level = logging.ERROR if isinstance(e, Forbidden) else logging.WARNING

@@ -183,3 +183,22 @@ def test_relists_back_off_exponentially_and_a_healthy_watch_resets_the_backoff(
     # the first list, one per refusal (the last one perhaps cut short by stop), none after
     # the healthy watch
     assert cluster.list_calls.count(("Deployment", "hotel")) in (6, 7)
+
+
+def test_a_watch_that_ends_at_once_without_news_never_spins(
+    store: Store, clock: LabClock, cluster: FakeCluster
+) -> None:
+    # A broken proxy: every watch ends at once, empty (the fake's default with no scripts).
+    journal = only_deployments(store, clock)
+    watcher = JournalWatcher(
+        journal=journal, watcher=cluster, timeout_s=60, backoff_s=0.05, max_backoff_s=0.2
+    )
+    watcher.start()
+    try:
+        time.sleep(1.0)
+    finally:
+        assert watcher.stop(timeout_s=5)
+    # Pauses of at least 0.025, 0.05, then 0.1 s each: a dozen watches in a second at most
+    # (a slow machine only makes fewer), not thousands; and the list is never repeated.
+    assert 1 <= len(cluster.watch_calls) <= 15, len(cluster.watch_calls)
+    assert cluster.list_calls.count(("Deployment", "hotel")) == 1

@@ -203,7 +203,7 @@ def test_refused_watches_relist_after_a_growing_pause(lab: Lab, store: Store) ->
     lists = [s.at for s in lab.server.requests("/configmaps", watch=False)]
     watches = lab.server.requests("/configmaps", watch=True)
     # Each list is followed by one refused watch; a tight loop would have sent hundreds.
-    assert 4 <= len(lists) <= 10, len(lists)
+    assert 4 <= len(lists) <= 15, len(lists)
     assert len(watches) in (len(lists) - 1, len(lists))
     gaps = [later - earlier for earlier, later in itertools.pairwise(lists)]
     # The n-th pause is at least half of min(0.1 * 2**n, 0.8) (jitter takes up to half off);
@@ -244,5 +244,6 @@ def test_the_backoff_doubles_to_its_ceiling_and_relists_stop_once_watches_are_he
     gaps = [later - earlier for earlier, later in itertools.pairwise(lists)]
     for n, gap in enumerate(gaps[:4]):
         assert gap >= min(0.05 * 2**n, 0.2), gaps
-    # Once watches are healthy again, nothing is listed any more.
-    assert all(at < healthy_from + 0.5 for at in lists), (lists, healthy_from)
+    # Once watches are healthy again, nothing is listed any more: at most the one relist
+    # that was already waiting out its pause.
+    assert len([at for at in lists if at > healthy_from]) <= 1, (lists, healthy_from)
