@@ -28,6 +28,10 @@ class Invalid(ClusterError):
     """The server refused the object or patch (400/422)."""
 
 
+class Expired(ClusterError):
+    """410 Gone: a resourceVersion older than the server's history; list again to go on."""
+
+
 class TransientError(ClusterError):
     """Timeouts, 429, 5xx, connection errors: retrying later may succeed."""
 

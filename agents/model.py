@@ -103,6 +103,16 @@ class KubeObject:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ObjectList:
+    """A list of one kind's objects and the list's own resourceVersion: the point a watch
+    resumes from. The newest item's resourceVersion is no substitute (it can be far older
+    than the server's watch history, and a watch from it is refused as 410 Gone)."""
+
+    items: tuple[KubeObject, ...]
+    resource_version: str | None
+
+
 # --------------------------------------------------------------------------------- reads
 
 

@@ -18,6 +18,7 @@ from agents.model import (
     GoldenSignals,
     KubeObject,
     NodeInfo,
+    ObjectList,
     ObjectRef,
     PodState,
     QuotaInfo,
@@ -102,7 +103,12 @@ class ClusterWriter(Protocol):
 
 
 class ChangeWatcher(Protocol):
-    """Streams object changes for the change journal."""
+    """Lists and streams object changes for the change journal (list, then watch from the
+    list's resourceVersion, as client-go's reflector does)."""
+
+    def list_for_watch(self, *, api_version: str, kind: str, namespace: str) -> ObjectList:
+        """Every object of `kind` in `namespace`, with the list's resourceVersion."""
+        ...
 
     def watch(
         self,
@@ -113,7 +119,9 @@ class ChangeWatcher(Protocol):
         resource_version: str | None,
         timeout_seconds: int,
     ) -> Iterator[tuple[str, KubeObject]]:
-        """Yields (ADDED | MODIFIED | DELETED, object) until the server ends the watch."""
+        """Yields (ADDED | MODIFIED | DELETED | BOOKMARK, object) until the server ends the
+        watch (bookmarks are asked for; a BOOKMARK's object carries only a resourceVersion).
+        A resourceVersion older than the server's history raises `Expired`."""
         ...
 
 

@@ -373,7 +373,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         recovery_engine=recovery_engine,
     )
     journal_watcher = (
-        JournalWatcher(journal=brain.journal, watcher=cluster, reader=cluster, timeout_s=30)
+        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30)
         if options.journal and namespaces
         else None
     )

@@ -28,6 +28,7 @@ from agents.adapters.kinds import kind_info
 from agents.errors import (
     ClusterError,
     Conflict,
+    Expired,
     Forbidden,
     Invalid,
     NotFound,
@@ -39,6 +40,7 @@ from agents.model import (
     JsonObject,
     KubeObject,
     NodeInfo,
+    ObjectList,
     ObjectRef,
     PodState,
     QuotaInfo,
@@ -74,6 +76,8 @@ def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
         return Forbidden(text)
     if status in (400, 422):
         return Invalid(text)
+    if status == 410:
+        return Expired(f"{text} (HTTP 410)")
     if status == 429 or status >= 500:
         return TransientError(text, retry_after_s=retry_after)
     return ClusterError(f"{text} (HTTP {status})")
@@ -193,6 +197,14 @@ class KubernetesCluster:
     ) -> Sequence[KubeObject]:
         return self._list(kind, namespace, label_selector=label_selector, api_version=api_version)
 
+    def list_for_watch(self, *, api_version: str, kind: str, namespace: str) -> ObjectList:
+        # Every page (a watch's starting point must cover every object), at the first page's
+        # resourceVersion: the continue token keeps the later pages consistent with it.
+        items, version = self._list_versioned(
+            kind, namespace, api_version=api_version, max_items=None
+        )
+        return ObjectList(items=tuple(items), resource_version=version)
+
     def _list(
         self,
         kind: str,
@@ -203,11 +215,35 @@ class KubernetesCluster:
         limit: int = 500,
         api_version: str | None = None,
     ) -> list[KubeObject]:
+        # Reads are bounded: a few pages are plenty for a namespace's objects of one kind.
+        items, _version = self._list_versioned(
+            kind,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            api_version=api_version,
+            max_items=5 * limit,
+        )
+        return items
+
+    def _list_versioned(
+        self,
+        kind: str,
+        namespace: str | None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 500,
+        api_version: str | None = None,
+        max_items: int | None,
+    ) -> tuple[list[KubeObject], str | None]:
         if kind in _NEVER_READ:
             raise Forbidden(f"Stratus never reads {kind} objects")
         info = kind_info(kind, api_version)
         items: list[KubeObject] = []
         token: str | None = None
+        version: str | None = None
         while True:
             page = self._json(
                 "GET",
@@ -225,10 +261,12 @@ class KubernetesCluster:
                     item.setdefault("apiVersion", info.api_version)
                     item.setdefault("kind", info.kind)
                     items.append(KubeObject(item))
-            token = (page.get("metadata") or {}).get("continue")
-            # Reads are bounded: one page is plenty for a namespace's objects of one kind.
-            if not token or len(items) >= 5 * limit:
-                return items
+            meta = page.get("metadata") or {}
+            if version is None and meta.get("resourceVersion"):
+                version = str(meta["resourceVersion"])
+            token = meta.get("continue")
+            if not token or (max_items is not None and len(items) >= max_items):
+                return items, version
 
     def pods(self, namespace: str, *, label_selector: str = "") -> Sequence[PodState]:
         return [
@@ -359,7 +397,11 @@ class KubernetesCluster:
         if kind in _NEVER_READ:
             raise Forbidden(f"Stratus never reads {kind} objects")
         info = kind_info(kind, api_version)
-        params = [("watch", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        params = [
+            ("watch", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+            ("allowWatchBookmarks", "true"),
+        ]
         if resource_version:
             params.append(("resourceVersion", resource_version))
         what = f"watch {kind} in {namespace}"

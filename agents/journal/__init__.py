@@ -16,7 +16,7 @@ from agents.journal.kinds import (
     WatchedKind,
 )
 from agents.journal.managed import UNKNOWN_MANAGER, Attribution, attribute
-from agents.journal.watcher import JournalWatcher, newest_resource_version
+from agents.journal.watcher import JournalWatcher
 
 __all__ = [
     "CONFIG_MAP",
@@ -31,5 +31,4 @@ __all__ = [
     "WatchedKind",
     "attribute",
     "change_from_row",
-    "newest_resource_version",
 ]

@@ -1,51 +1,73 @@
 """The journal's watch threads, for the bot: one per watched kind and covered namespace.
 
-Each thread follows the pattern of client-go's reflector: list (through the reader) and
-reconcile, then watch from the newest resourceVersion it has, resuming from the last event's
-resourceVersion every time the server ends the watch. A watch the server refuses as too old
-(410 Gone / Expired) or any other non-transient error leads to a fresh list; transient errors
-back off (doubling, capped) and resume. Replayed events are harmless: the journal records
-only differences.
+Each thread follows client-go's reflector, and is meant to be a quiet client of a big cluster:
+
+- **List, then watch from the list's resourceVersion.** Never from the newest item's: objects
+  nobody touched for a while are older than the server's watch history, and a watch from their
+  version is refused at once (410 Gone). Resuming from them re-listed in a tight loop.
+- **Bookmarks** are asked for; a BOOKMARK moves the resume point on without a record.
+- **A watch that ends normally** (the server's timeoutSeconds) is re-opened from the last
+  resourceVersion seen, without a new list.
+- **410 Gone** (`Expired`) means the resume point fell out of the history: list again, but
+  after a jittered, exponentially growing pause (`backoff_s` doubling to `max_backoff_s`). A
+  server that keeps refusing gets a request every minute at most, not a thousand a second.
+- **Other errors** back off the same way (transient ones resume from the same version; the
+  rest list again). The backoff is reset only by a healthy watch: one that delivered an event
+  or stayed open at least `_MIN_WATCH_S`. A watch that ends at once without news is treated
+  as an error, so nothing can make a thread spin.
+
+Replayed events are harmless: the journal records only differences.
 
 `stop()` sets a flag and joins the threads. A thread blocked in a watch notices it when the
-server ends the watch, so a watch's `timeout_s` bounds how long stopping can take; the
-threads are daemons, so an unfinished one never holds the process open.
+server ends the watch, so a watch's `timeout_s` bounds how long stopping can take;
+`signal_stop()` sets the flag without waiting. The threads are daemons, so an unfinished one
+never holds the process open.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from agents.errors import ClusterError, Forbidden, TransientError
+from agents.errors import ClusterError, Expired, Forbidden, TransientError
 from agents.journal.journal import ChangeJournal
 from agents.journal.kinds import WatchedKind
-from agents.model import KubeObject
-from agents.ports import ChangeWatcher, ClusterReader
+from agents.ports import ChangeWatcher
 from storage import StorageError
 
 logger = logging.getLogger(__name__)
 
-#: A watch that ends this quickly without an event is treated like an error: a server that
-#: answers at once (or a broken proxy) must not make the thread spin.
+#: A watch that ends sooner than this without an event is not healthy: the thread pauses (with
+#: growing backoff) before the next request, so a server that answers at once (or a broken
+#: proxy) cannot make it spin.
 _MIN_WATCH_S = 1.0
 
 
-def _gone(error: ClusterError) -> bool:
-    text = str(error)
-    return "(HTTP 410)" in text or "Expired" in text or "too old resource version" in text
+@dataclass(slots=True)
+class _Backoff:
+    """Exponential backoff with jitter: the n-th pause lies in [b/2, b] with
+    b = min(initial * 2**n, ceiling). Jitter spreads the threads of many bots (and of many
+    namespaces of one bot) that a server refused at the same moment."""
 
+    initial_s: float
+    ceiling_s: float
+    jitter: Callable[[], float]  # uniform in [0, 1)
+    current_s: float = 0.0
 
-def newest_resource_version(objects: Sequence[KubeObject]) -> str | None:
-    """The largest resourceVersion among `objects` when they are all numbers (as etcd's
-    are), else None: resourceVersions are opaque, and a watch without one starts with the
-    current state, which the journal takes as replays."""
-    versions = [o.resource_version for o in objects]
-    if not versions or not all(v and v.isdigit() for v in versions):
-        return None
-    return max(versions, key=lambda v: int(v or 0))
+    def __post_init__(self) -> None:
+        self.current_s = self.initial_s
+
+    def next_pause(self) -> float:
+        pause = self.current_s * (0.5 + 0.5 * self.jitter())
+        self.current_s = min(self.current_s * 2, self.ceiling_s)
+        return pause
+
+    def reset(self) -> None:
+        self.current_s = self.initial_s
 
 
 class JournalWatcher:
@@ -54,17 +76,17 @@ class JournalWatcher:
         *,
         journal: ChangeJournal,
         watcher: ChangeWatcher,
-        reader: ClusterReader,
         timeout_s: int = 60,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._journal = journal
         self._watcher = watcher
-        self._reader = reader
         self._timeout_s = timeout_s
         self._backoff_s = backoff_s
         self._max_backoff_s = max_backoff_s
+        self._jitter = jitter
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -82,6 +104,11 @@ class JournalWatcher:
                 )
                 self._threads.append(thread)
                 thread.start()
+
+    def signal_stop(self) -> None:
+        """Ask every thread to end, without waiting: each ends at its next event, pause or
+        end of watch."""
+        self._stop.set()
 
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Stop every thread; True when all of them ended within `timeout_s`."""
@@ -102,16 +129,22 @@ class JournalWatcher:
     def _run(self, kind: WatchedKind, namespace: str) -> None:
         resource_version: str | None = None
         listed = False
-        backoff = self._backoff_s
+        backoff = _Backoff(
+            initial_s=self._backoff_s, ceiling_s=self._max_backoff_s, jitter=self._jitter
+        )
         while not self._stop.is_set():
             try:
                 if not listed:
-                    objects = self._reader.list_objects(
+                    found = self._watcher.list_for_watch(
                         api_version=kind.api_version, kind=kind.kind, namespace=namespace
                     )
-                    self._journal.reconcile(namespace, kind, objects)
-                    resource_version = newest_resource_version(objects)
+                    self._journal.reconcile(namespace, kind, found.items)
+                    # No version (a server that gives none): the watch starts from "now"
+                    # with the current objects as ADDED events, which the journal replays.
+                    resource_version = found.resource_version
                     listed = True
+                    if self._stop.is_set():
+                        return
                 started, delivered = time.monotonic(), 0
                 for event_type, obj in self._watcher.watch(
                     api_version=kind.api_version,
@@ -126,32 +159,36 @@ class JournalWatcher:
                     if event_type != "BOOKMARK":
                         self._journal.observe(event_type, obj)
                     resource_version = obj.resource_version or resource_version
-                backoff = self._backoff_s
-                if delivered == 0 and time.monotonic() - started < _MIN_WATCH_S:
-                    self._stop.wait(self._backoff_s)
+                if delivered or time.monotonic() - started >= _MIN_WATCH_S:
+                    backoff.reset()  # a healthy watch: resume at once, no new list
+                else:
+                    self._stop.wait(backoff.next_pause())
+            except Expired:
+                listed = False  # the resume point fell out of the history: list again
+                pause = backoff.next_pause()
+                logger.info(
+                    "journal watch of %s in %s expired; relisting in %.2fs",
+                    kind.kind,
+                    namespace,
+                    pause,
+                )
+                self._stop.wait(pause)
             except TransientError as e:
                 logger.info("journal watch of %s in %s: %s; retrying", kind.kind, namespace, e)
-                backoff = self._pause(backoff)
+                self._stop.wait(
+                    max(backoff.next_pause(), min(e.retry_after_s, self._max_backoff_s))
+                )
             except ClusterError as e:
                 listed = False  # start over from a fresh list
-                if _gone(e):
-                    logger.info(
-                        "journal watch of %s in %s expired; relisting", kind.kind, namespace
-                    )
-                    continue
                 level = logging.ERROR if isinstance(e, Forbidden) else logging.WARNING
                 logger.log(level, "journal watch of %s in %s: %s", kind.kind, namespace, e)
-                backoff = self._pause(backoff)
+                self._stop.wait(backoff.next_pause())
             except StorageError as e:
                 # The event was not recorded: resume from the last recorded one.
                 logger.warning("journal of %s in %s cannot write: %s", kind.kind, namespace, e)
-                backoff = self._pause(backoff)
+                self._stop.wait(backoff.next_pause())
             except Exception:
                 # The thread's outer boundary: log the traceback and keep the journal alive.
                 logger.exception("journal watch of %s in %s failed", kind.kind, namespace)
                 listed = False
-                backoff = self._pause(backoff)
-
-    def _pause(self, backoff: float) -> float:
-        self._stop.wait(backoff)
-        return min(backoff * 2, self._max_backoff_s)
+                self._stop.wait(backoff.next_pause())

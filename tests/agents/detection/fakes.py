@@ -18,6 +18,7 @@ from agents.model import (
     GoldenSignals,
     KubeObject,
     NodeInfo,
+    ObjectList,
     ObjectRef,
     PodState,
     QuotaInfo,
@@ -58,6 +59,8 @@ class FakeCluster:
             tuple[str, str], list[Callable[[str | None], Iterator[tuple[str, KubeObject]]]]
         ] = {}
         self.watch_calls: list[tuple[str, str, str | None]] = []
+        #: The resourceVersion a list of each kind reports (the store's, not an item's).
+        self.list_versions: dict[str, str] = {}
 
     # -- ClusterReader
     @property
@@ -126,6 +129,10 @@ class FakeCluster:
         return sorted({ns for ns in self.pod_states} | {ns for ns in self.workload_states})
 
     # -- ChangeWatcher
+    def list_for_watch(self, *, api_version: str, kind: str, namespace: str) -> ObjectList:
+        items = tuple(self.list_objects(api_version=api_version, kind=kind, namespace=namespace))
+        return ObjectList(items=items, resource_version=self.list_versions.get(kind, "100"))
+
     def watch(
         self,
         *,

@@ -78,7 +78,7 @@ def lab(tmp_path: Path) -> Iterator[tuple[LabCluster, KubernetesCluster]]:
 def test_watching_the_lab_cluster(lab: tuple[LabCluster, KubernetesCluster], store: Store) -> None:
     cluster, kube = lab
     journal = ChangeJournal(store=store, clock=cluster.clock, cluster="lab", namespaces=["hotel"])
-    watcher = JournalWatcher(journal=journal, watcher=kube, reader=kube, timeout_s=2)
+    watcher = JournalWatcher(journal=journal, watcher=kube, timeout_s=2)
     watcher.start()
     try:
         eventually(
