@@ -178,7 +178,7 @@ class Diagnoser:
         assessment = Assessment(
             unhealthy=tuple(unhealthy),
             tied=tied,
-            unread=tuple(self.redactor(g) for g in gaps),
+            unread=tuple(clip(self.redactor(g), 120) for g in gaps[:5]),
         )
         evidence = assessment.to_evidence(obs.scope.namespace)
         summary = diagnosis.summary
@@ -189,10 +189,12 @@ class Diagnoser:
             )
         if tied and not summary.startswith("Tie:"):
             summary = f"Tie: {' and '.join(tied)} explain it about equally well. {summary}"
+        bundle = (*diagnosis.evidence, evidence)
         return replace(
             diagnosis,
-            evidence=(*diagnosis.evidence, evidence),
+            evidence=bundle,
             summary=summary,
+            evidence_tokens=bundle_tokens(bundle, self.estimator),
         )
 
     # ------------------------------------------------------------------------ pieces

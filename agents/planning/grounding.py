@@ -150,11 +150,19 @@ def refusal(ctx: Context, action: Action, bounds: Bounds) -> str | None:
 # ---------------------------------------------------------------------- the symptom gate
 
 
-def symptom_gate(ctx: Context, action: Action, assessment: Assessment | None) -> str | None:
+def symptom_gate(
+    ctx: Context,
+    action: Action,
+    assessment: Assessment | None,
+    *,
+    linked: frozenset[tuple[str, str]] = frozenset(),
+) -> str | None:
     """Why `action` may not change its object — no symptom, no write — or None when it may.
 
     An object may change only if its service is unwell or on the failing dependency path
-    (`assessment.unhealthy`), or it is a config/quota/policy object such a service uses. A
+    (`assessment.unhealthy`), or it is a config/quota/policy object such a service uses —
+    read by its pods, or `linked` to it: the suspect (kind, name) of a hypothesis about an
+    unwell service (a feature-flag ConfigMap another service serves). A
     diagnosis without an assessment (hand-built) is not gated here: nothing says which
     services are unwell, and guessing would be worse than saying so in the log."""
     if assessment is None:
@@ -169,6 +177,12 @@ def symptom_gate(ctx: Context, action: Action, assessment: Assessment | None) ->
         workload = ctx.workload(target.name)
         if _workload_unwell(ctx, target.name, workload, unwell):
             return None
+        if (
+            isinstance(action, RolloutRestart)
+            and workload is not None
+            and any(_reads_config_map(workload, n) for k, n in linked if k == "ConfigMap")
+        ):
+            return None  # a reader restarted so a linked config change takes effect
         return _no_symptom(target.kind, target.name)
     if isinstance(action, SetContainerEnv | SetResources | SetScheduling):
         return None if target.name in unwell else _no_symptom(target.kind, target.name)
@@ -189,6 +203,8 @@ def symptom_gate(ctx: Context, action: Action, assessment: Assessment | None) ->
                 return None
         return _no_symptom("Service", target.name)
     if isinstance(action, SetConfigMapKeys) or target.kind == "ConfigMap":
+        if (target.kind, target.name) in linked:
+            return None
         users = {w.name for w in ctx.workloads() if _reads_config_map(w, target.name)}
         if users & unwell or any(
             _workload_unwell(ctx, u, ctx.workload(u), unwell) for u in users

@@ -30,7 +30,7 @@ from agents.diagnosis.ports import JournalView
 from agents.diagnosis.suspect import Suspect, suspects_of
 from agents.model import Diagnosis, Hypothesis, Incident
 from agents.planning import reflection, runbooks
-from agents.planning.context import Context
+from agents.planning.context import WORKLOAD_KINDS, Context
 from agents.planning.drafts import Draft, Options, Tier
 from agents.planning.grounding import NOT_SEEN, Refused, refusal, symptom_gate
 from agents.planning.plan import Attempt, CandidatePlan, Escalation, Proposal
@@ -115,8 +115,17 @@ class RulePlanner:
         dropped: list[str] = []
         bounds = self.bounds_for(incident)
 
+        unwell = set(assessment.unhealthy) if assessment is not None else set()
+        linked = frozenset(
+            (s.kind, s.name)
+            for h in diagnosis.hypotheses
+            if h.service in unwell
+            for s in suspects_of(diagnosis, h)
+            if s.kind not in WORKLOAD_KINDS  # a workload must be unwell itself
+        )
+
         def screen(options: Options) -> Options:
-            return self._screen(ctx, options, assessment, bounds, refused, dropped)
+            return self._screen(ctx, options, assessment, bounds, refused, dropped, linked)
 
         considered = [replace(c, options=screen(c.options)) for c in considered]
         proposal = self._propose(ctx, incident, diagnosis, considered, attempts, screen)
@@ -162,6 +171,7 @@ class RulePlanner:
         bounds: Bounds,
         refused: list[Refused],
         dropped: list[str],
+        linked: frozenset[tuple[str, str]],
     ) -> Options:
         """The drafts every action of which passes both checks (`agents.planning.grounding`):
         within the policy's bounds and the incident's namespace, and on an object a symptom
@@ -175,7 +185,8 @@ class RulePlanner:
                     refused.append(Refused(action=action.describe(), reason=reason))
                     why = reason
                     break
-                if (reason := symptom_gate(ctx, action, assessment)) is not None:
+                gate = symptom_gate(ctx, action, assessment, linked=linked)
+                if (reason := gate) is not None:
                     dropped.append(f"{action.describe()}: {reason}")
                     why = reason
                     break
