@@ -27,9 +27,9 @@ namespaces:
 
 Bounds (`max_replicas`, `scale_factor`, `image_registries`) ground the values a plan may
 write that no recorded state had (DESIGN section 3 rule 9): a value outside them is refused,
-not proposed. A namespace entry overrides the defaults field by field. An invalid file is refused as a whole
-with `PolicyError("<file>:<line>: <field>: <reason>")`: the bot never runs on part of a
-policy.
+not proposed. A namespace entry overrides the defaults field by field. An invalid file is
+refused as a whole with `PolicyError("<file>:<line>: <field>: <reason>")`: the bot never runs
+on part of a policy.
 """
 
 from __future__ import annotations

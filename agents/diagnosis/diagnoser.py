@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agents.diagnosis import offline
-from agents.diagnosis.assessment import Assessment, tied_services
 from agents.diagnosis.answer import FinalAnswer, HypothesisAnswer
+from agents.diagnosis.assessment import Assessment, tied_services
 from agents.diagnosis.budget import TokenEstimator, bundle_tokens, estimate_tokens, fit
 from agents.diagnosis.candidate import Candidate
 from agents.diagnosis.claude import ClaudeReasoner, ClaudeSettings, Tally

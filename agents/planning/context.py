@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from agents.diagnosis.facts import STRATUS_MANAGER as STRATUS_MANAGER
+from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.diagnosis.ports import JournalView
 from agents.errors import StratusError
 from agents.kubeparse import quantity_bytes, quantity_millis
@@ -304,7 +304,9 @@ class Context:
             for p, pair in c.diff.items():
                 if not related(p, path):
                     continue
-                old, new = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, pair)
+                old, new = (
+                    pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, pair)
+                )
                 if old is not None:
                     out.add(str(old))
                 if new is not None and c.manager != STRATUS_MANAGER:

@@ -68,4 +68,4 @@ class Was:
         return not self.grounding.grounded
 
 
-__all__ = ["NOT_SEEN", "NOTHING", "Draft", "Options", "Tier", "Was"]
+__all__ = ["NOTHING", "NOT_SEEN", "Draft", "Options", "Tier", "Was"]

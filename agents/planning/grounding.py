@@ -114,8 +114,7 @@ def refusal(ctx: Context, action: Action, bounds: Bounds) -> str | None:
     target = action.target
     if target.namespace is not None and target.namespace != ctx.namespace:
         return (
-            f"it targets namespace {target.namespace}, not the incident's "
-            f"namespace {ctx.namespace}"
+            f"it targets namespace {target.namespace}, not the incident's namespace {ctx.namespace}"
         )
     if isinstance(action, ScaleWorkload):
         if action.replicas > bounds.max_replicas:
@@ -206,9 +205,7 @@ def symptom_gate(
         if (target.kind, target.name) in linked:
             return None
         users = {w.name for w in ctx.workloads() if _reads_config_map(w, target.name)}
-        if users & unwell or any(
-            _workload_unwell(ctx, u, ctx.workload(u), unwell) for u in users
-        ):
+        if users & unwell or any(_workload_unwell(ctx, u, ctx.workload(u), unwell) for u in users):
             return None
         return (
             f"ConfigMap/{target.name} is read by no unwell service "

@@ -125,10 +125,18 @@ class RulePlanner:
         )
 
         def screen(options: Options) -> Options:
-            return self._screen(ctx, options, assessment, bounds, refused, dropped, linked)
+            return self._screen(
+                ctx,
+                options,
+                assessment=assessment,
+                bounds=bounds,
+                refused=refused,
+                dropped=dropped,
+                linked=linked,
+            )
 
         considered = [replace(c, options=screen(c.options)) for c in considered]
-        proposal = self._propose(ctx, incident, diagnosis, considered, attempts, screen)
+        proposal = self._propose(ctx, incident, diagnosis, considered, attempts, screen=screen)
         for r in refused:
             logger.warning("planning %s: refused attempt: %s", incident.id, r.line())
         for d in dropped:
@@ -167,6 +175,7 @@ class RulePlanner:
     def _screen(
         ctx: Context,
         options: Options,
+        *,
         assessment: Assessment | None,
         bounds: Bounds,
         refused: list[Refused],
@@ -201,6 +210,7 @@ class RulePlanner:
         diagnosis: Diagnosis,
         considered: list[_Considered],
         attempts: Sequence[Attempt],
+        *,
         screen: Callable[[Options], Options],
     ) -> Proposal:
         top = considered[0]

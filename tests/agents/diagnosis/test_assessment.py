@@ -120,9 +120,7 @@ def test_ties_are_ties_and_names_never_break_them() -> None:
 def test_two_unrelated_services_failing_alike_are_named_as_a_tie(run: Run) -> None:
     w = hotel()
     for name in ("rate", "geo"):
-        w.set_pod(
-            name, state="waiting", reason="CrashLoopBackOff", restart_count=5, ready=False
-        )
+        w.set_pod(name, state="waiting", reason="CrashLoopBackOff", restart_count=5, ready=False)
     d = run(w, None, "KubePodCrashLooping")
     assessment = Assessment.of(d)
     assert assessment is not None
