@@ -370,7 +370,7 @@ class IncidentMachine:
                 S.EXECUTING,
                 f"Executing without approval ({policy.autonomy}, {plan.risk} risk): "
                 f"{plan.describe()}",
-                data={"plan": plan.id},
+                data={"plan": plan.id, "refused": list(proposal.refused)},
             )
             if after is not None:
                 self.notifier.notify(
@@ -386,7 +386,12 @@ class IncidentMachine:
             incident,
             S.AWAITING_APPROVAL,
             f"Plan waiting for approval ({plan.risk} risk): {plan.describe()}",
-            data={"plan": plan.id, "hash": plan.content_hash},
+            data={
+                "plan": plan.id,
+                "hash": plan.content_hash,
+                "refused": list(proposal.refused),
+                "held": list(plan.held),
+            },
         )
         if after is not None:
             self.notifier.notify(
