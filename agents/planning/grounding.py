@@ -124,7 +124,11 @@ def refusal(ctx: Context, action: Action, bounds: Bounds) -> str | None:
             )
         recorded = ctx.recorded_values(target.kind, target.name, "spec.replicas")
         ceiling = replica_ceiling(bounds, action.from_replicas)
-        if str(action.replicas) not in recorded and action.replicas > ceiling:
+        if (
+            str(action.replicas) not in recorded
+            and action.replicas > ceiling
+            and not _within_hpa(ctx, target.name, action.replicas)
+        ):
             return (
                 f"{action.replicas} replicas was never recorded for {target.kind}/"
                 f"{target.name} and is above {ceiling} ({bounds.scale_factor:g}× the "
@@ -144,6 +148,18 @@ def refusal(ctx: Context, action: Action, bounds: Bounds) -> str | None:
                 f"{registry} is not allowlisted (image_registries: {allowed})"
             )
     return None
+
+
+def _within_hpa(ctx: Context, name: str, replicas: int) -> bool:
+    """The workload's own HPA bounds the count: a range the cluster already records."""
+    workload = ctx.workload(name)
+    hpa = ctx.hpa_for(workload) if workload is not None else None
+    if hpa is None:
+        return False
+    spec = hpa.body.get("spec") or {}
+    low = int(spec.get("minReplicas") or 1)
+    high = int(spec.get("maxReplicas") or 0)
+    return low <= replicas <= high
 
 
 # ---------------------------------------------------------------------- the symptom gate

@@ -22,7 +22,7 @@ from agents.planning.grounding import NOT_SEEN, refusal, registry_of
 from agents.planning.plan import Proposal
 from agents.policy import Bounds, build_policy
 from tests.agents.diagnosis import faults
-from tests.agents.diagnosis.world import T0, hotel
+from tests.agents.diagnosis.world import T0, World, hotel, shop
 from tests.agents.planning.scene import NOW, Scene, diagnosis_of, propose
 
 NS = "hotel-reservation"
@@ -216,3 +216,27 @@ def test_stratus_own_write_is_never_the_last_known_good() -> None:
     ]
     assert scales, proposal
     assert all(a.replicas != 3 for a in scales)
+
+
+def test_an_autoscalers_minimum_grounds_a_replica_count_above_the_growth_factor() -> None:
+    def fault(w: World) -> None:
+        w.show_call_graph = False
+        faults.scale_down(w, "product-catalog", "frontend")
+
+    scene = Scene.of(shop(), fault)
+    scene.hpas.append(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "product-catalog", "namespace": "online-shop"},
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "product-catalog"},
+                "minReplicas": 5,
+                "maxReplicas": 8,
+            },
+        }
+    )
+    _, proposal = propose(scene, "frontend", journal=False)
+    action = proposal.candidates[0].actions[0]
+    assert isinstance(action, ScaleWorkload) and action.replicas == 5
+    assert not proposal.refused
