@@ -16,14 +16,20 @@ defaults:
   slo: {error_ratio: 0.05, latency_p99_ms: 800}
   weights: {alert_critical: 3, alert_warning: 1, error_slo: 2, latency_slo: 1,
             lost_replica: 1, unschedulable_pod: 1}
+  max_replicas: 20             # no plan scales a workload (or an HPA maximum) above this
+  scale_factor: 3              # a replica count never recorded: at most 3× what runs now
+  image_registries: []         # registries a new image may come from; [] = only images
+                               # already run in this namespace (live, rollout history, journal)
 namespaces:
   hotel-reservation:
     autonomy: auto-low-risk
 ```
 
-A namespace entry overrides the defaults field by field. An invalid file is refused as a whole
-with `PolicyError("<file>:<line>: <field>: <reason>")`: the bot never runs on part of a
-policy.
+Bounds (`max_replicas`, `scale_factor`, `image_registries`) ground the values a plan may
+write that no recorded state had (DESIGN section 3 rule 9): a value outside them is refused,
+not proposed. A namespace entry overrides the defaults field by field. An invalid file is
+refused as a whole with `PolicyError("<file>:<line>: <field>: <reason>")`: the bot never runs
+on part of a policy.
 """
 
 from __future__ import annotations
@@ -91,8 +97,14 @@ class _Weights(_Strict):
     unschedulable_pod: float | None = Field(default=None, ge=0)
 
 
+_REGISTRY = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?$")
+
+
 class _Section(_Strict):
     autonomy: Autonomy | None = None
+    max_replicas: int | None = Field(default=None, ge=1, le=10000)
+    scale_factor: float | None = Field(default=None, ge=1, le=100)
+    image_registries: tuple[str, ...] | None = None
     approvers: _Approvers | None = None
     two_person_rule: Risk | None = None
     approval_ttl: float | None = None
@@ -102,6 +114,16 @@ class _Section(_Strict):
     attempts: int | None = Field(default=None, ge=1, le=10)
     slo: _Slo | None = None
     weights: _Weights | None = None
+
+    @field_validator("image_registries")
+    @classmethod
+    def _registries(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for item in value or ():
+            if not _REGISTRY.match(item):
+                raise ValueError(
+                    f"{item!r} is not a registry host (like registry.example.com or ghcr.io)"
+                )
+        return value
 
     @field_validator("approval_ttl", "deadline", "sustain", mode="before")
     @classmethod
@@ -120,6 +142,16 @@ class _File(_Strict):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Bounds:
+    """What a plan may write that no recorded state of the object had."""
+
+    max_replicas: int = 20
+    scale_factor: float = 3.0
+    #: Registries a new image may come from; empty: only images already run in the namespace.
+    image_registries: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NamespacePolicy:
     """The effective policy for one namespace (defaults merged with its override)."""
 
@@ -132,6 +164,7 @@ class NamespacePolicy:
     limits: TnrLimits = field(default_factory=TnrLimits)
     slo: Slo = field(default_factory=Slo)
     weights: SeverityWeights = field(default_factory=SeverityWeights)
+    bounds: Bounds = field(default_factory=Bounds)
 
     def approvers_for(self, risk: Risk) -> tuple[str, ...]:
         return self.approvers.get(risk, ())
@@ -197,8 +230,18 @@ def _merge(base: NamespacePolicy, section: _Section, namespace: str) -> Namespac
     if section.weights is not None:
         given = {k: v for k, v in section.weights.model_dump().items() if v is not None}
         weights = SeverityWeights(**{**_weights_dict(base.weights), **given})
+    bounds = Bounds(
+        max_replicas=section.max_replicas or base.bounds.max_replicas,
+        scale_factor=section.scale_factor or base.bounds.scale_factor,
+        image_registries=(
+            section.image_registries
+            if section.image_registries is not None
+            else base.bounds.image_registries
+        ),
+    )
     return NamespacePolicy(
         namespace=namespace,
+        bounds=bounds,
         autonomy=section.autonomy or base.autonomy,
         approvers=approvers,
         two_person_rule=section.two_person_rule or base.two_person_rule,

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agents.diagnosis import offline
 from agents.diagnosis.answer import FinalAnswer, HypothesisAnswer
+from agents.diagnosis.assessment import Assessment, tied_services
 from agents.diagnosis.budget import TokenEstimator, bundle_tokens, estimate_tokens, fit
 from agents.diagnosis.candidate import Candidate
 from agents.diagnosis.claude import ClaudeReasoner, ClaudeSettings, Tally
 from agents.diagnosis.collect import Collector
 from agents.diagnosis.facts import Facts
+from agents.diagnosis.graph import lies_below
 from agents.diagnosis.handlers import HandlerSet, load_handlers
 from agents.diagnosis.items import Item, clip
 from agents.diagnosis.llm import LanguageModel
@@ -89,7 +91,9 @@ class Diagnoser:
         handler = self.handlers.select(alerts)
         logger.info("diagnosing %s with handler %s", incident.id, handler.name)
         obs, items = self.collector.collect(incident, alerts, handler)
-        verdict = offline.reason(Facts(obs, handler))
+        facts = Facts(obs, handler)
+        verdict = offline.reason(facts)
+        unhealthy = sorted(set(facts.anomalous) | set(obs.alerting))
         items += self._suspect_items(verdict.candidates)
         cited = [k for c in verdict.candidates[:3] for k in self._keys(c)]
         kept, _ = fit(
@@ -125,11 +129,73 @@ class Diagnoser:
                 logger.warning(
                     "claude reasoner fell back to offline for %s: %s", incident.id, reason
                 )
-                return self._offline(
-                    incident, verdict, ranked, similar, tokens=tally.tokens, fallback=reason
+                return self._assessed(
+                    self._offline(
+                        incident, verdict, ranked, similar, tokens=tally.tokens, fallback=reason
+                    ),
+                    unhealthy,
+                    obs.gaps,
+                    verdict.tied,
+                    facts,
                 )
-            return self._claude(incident, answer, evidence, similar, tally.tokens)
-        return self._offline(incident, verdict, ranked, similar, tokens=0, fallback=None)
+            return self._assessed(
+                self._claude(incident, answer, evidence, similar, tally.tokens),
+                unhealthy,
+                obs.gaps,
+                None,
+                facts,
+            )
+        return self._assessed(
+            self._offline(incident, verdict, ranked, similar, tokens=0, fallback=None),
+            unhealthy,
+            obs.gaps,
+            verdict.tied,
+            facts,
+        )
+
+    def _assessed(
+        self,
+        diagnosis: Diagnosis,
+        unhealthy: list[str],
+        gaps: list[str],
+        tied: tuple[str, ...] | None,
+        facts: Facts,
+    ) -> Diagnosis:
+        """The diagnosis with its assessment appended (what is unwell, ties, failed reads),
+        and a summary that says so when the cluster could not be read."""
+        obs = facts.obs
+        if tied is None:  # another reasoner's ranking: a tie is a tie whoever ranked it
+            tied = tied_services(
+                ((h.service, h.confidence) for h in diagnosis.hypotheses),
+                margin=offline.TIE,
+                related={
+                    frozenset((a, b))
+                    for a in {h.service for h in diagnosis.hypotheses}
+                    for b in {h.service for h in diagnosis.hypotheses}
+                    if a != b and (lies_below(obs, a, b) or lies_below(obs, b, a))
+                },
+            )
+        assessment = Assessment(
+            unhealthy=tuple(unhealthy),
+            tied=tied,
+            unread=tuple(clip(self.redactor(g), 120) for g in gaps[:5]),
+        )
+        evidence = assessment.to_evidence(obs.scope.namespace)
+        summary = diagnosis.summary
+        if assessment.blind and "cannot read the cluster" not in summary:
+            summary = (
+                f"Cannot read the cluster ({len(gaps)} read(s) failed); the evidence is "
+                f"incomplete. {summary}"
+            )
+        if tied and not summary.startswith("Tie:"):
+            summary = f"Tie: {' and '.join(tied)} explain it about equally well. {summary}"
+        bundle = (*diagnosis.evidence, evidence)
+        return replace(
+            diagnosis,
+            evidence=bundle,
+            summary=summary,
+            evidence_tokens=bundle_tokens(bundle, self.estimator),
+        )
 
     # ------------------------------------------------------------------------ pieces
 

@@ -21,6 +21,10 @@ from agents.diagnosis.signs import Blamer, Sign, classify, is_error_line
 from agents.diagnosis.state import PodSymptoms, pod_symptoms
 from agents.model import Change, EventRecord, GoldenSignals
 
+#: The field manager Stratus writes with (the engine's and `ClusterWriter`'s default): its
+#: own changes are never a suspect nor a "last known good" value.
+STRATUS_MANAGER = "stratus"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Touch:

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from agents.diagnosis import rules_pods, rules_traffic
+from agents.diagnosis.assessment import tied_services
 from agents.diagnosis.candidate import (
     APP_AUTH,
     APP_CODE,
@@ -43,6 +44,9 @@ TIE = 0.05
 class Verdict:
     candidates: tuple[Candidate, ...]  # ranked, best first; never empty
     summary: str
+    #: Services whose best hypotheses are tied (within `TIE`, not related by depth): the
+    #: order between them is not a finding, and a person decides. Empty: no tie.
+    tied: tuple[str, ...] = ()
 
 
 def reason(facts: Facts) -> Verdict:
@@ -58,27 +62,56 @@ def reason(facts: Facts) -> Verdict:
     ranked = _alternatives(facts, _localise(facts, found))
     if not ranked:
         target = (obs.alerting or (sorted(facts.anomalous) or ["unknown"]))[0]
+        blind = unread_reads(obs.gaps)
+        explanation = (
+            f"cannot read the cluster: {'; '.join(blind[:3])} — what could be read shows "
+            "nothing wrong, which is not the same as nothing being wrong"
+            if blind
+            else f"nothing in {obs.scope.namespace} looks wrong: no anomalous pods, "
+            "Services, signals or recent changes"
+        )
         ranked = [
             Candidate(
                 service=target,
                 category=NO_FAULT,
                 confidence=0.1,
                 rule="no-fault",
-                explanation=f"nothing in {obs.scope.namespace} looks wrong: no anomalous pods, "
-                "Services, signals or recent changes",
+                explanation=explanation,
                 keys=tuple(facts.keys(target)),
             )
         ]
+    tied = tied_services(
+        ((c.service, c.confidence) for c in ranked),
+        margin=TIE,
+        related={
+            frozenset((a.service, b.service))
+            for a in ranked
+            for b in ranked
+            if a.service != b.service
+            and (lies_below(obs, a.service, b.service) or lies_below(obs, b.service, a.service))
+        },
+    )
     top = ranked[0]
     summary = f"{top.service}: {top.category} ({top.confidence:.0%}) — {top.explanation}"
     if top.suspect is not None:
         summary += f". Suspect: {top.suspect.describe()}"
+    if tied:
+        summary = (
+            f"Tie: {' and '.join(tied)} explain it about equally well; the order between "
+            f"them is not a finding and a person should decide. {summary}"
+        )
     logger.info(
         "offline diagnosis of %s: %s",
         obs.scope.key,
         "; ".join(f"{c.service} {c.category} {c.confidence:.2f} [{c.rule}]" for c in ranked),
     )
-    return Verdict(candidates=tuple(ranked), summary=summary)
+    return Verdict(candidates=tuple(ranked), summary=summary, tied=tied)
+
+
+def unread_reads(gaps: list[str]) -> list[str]:
+    """The failed reads among the collector's gaps (a source not configured at all is not
+    a failed read)."""
+    return [g for g in gaps if not g.startswith(("no metrics source", "no change journal"))]
 
 
 def _deepest(facts: Facts, found: list[Candidate]) -> list[Candidate]:

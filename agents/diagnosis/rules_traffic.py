@@ -18,7 +18,7 @@ from agents.diagnosis.candidate import (
     workload_suspect,
 )
 from agents.diagnosis.changes import json_diff
-from agents.diagnosis.facts import Facts, Touch
+from agents.diagnosis.facts import STRATUS_MANAGER, Facts, Touch
 from agents.diagnosis.graph import references
 from agents.diagnosis.signs import Sign
 from agents.diagnosis.suspect import Suspect
@@ -384,8 +384,18 @@ def _distance(a: str, b: str) -> int:
 
 
 def recent_change(facts: Facts, service: str) -> Iterator[Candidate]:
-    """Anomalous right after a change of its own objects: the change is the suspect."""
-    touches = sorted(facts.changed_recently(service), key=lambda t: -t.weight)
+    """Anomalous right after a change of its own objects: the change is the suspect.
+
+    A recent change alone justifies nothing (DESIGN section 3 rule 10): the changed service
+    must itself be unwell or blamed by an unwell caller (`facts.anomalous` holds both), else a
+    healthy release that merely happened minutes earlier would be named and rolled back.
+    Stratus's own writes are not suspects: they are what the last incident put back."""
+    if service not in facts.anomalous:
+        return
+    touches = sorted(
+        (t for t in facts.changed_recently(service) if t.manager != STRATUS_MANAGER),
+        key=lambda t: -t.weight,
+    )
     if not touches:
         return
     t = touches[0]

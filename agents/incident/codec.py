@@ -156,6 +156,8 @@ def plan_row(plan: Plan) -> PlanRow:
             "hypothesis": plan.hypothesis,
             "diffs": list(plan.diffs),
             "reflection": plan.reflection,
+            "suggestions": list(plan.suggestions),
+            "held": list(plan.held),
         },
         created_at=plan.created_at,
         expires_at=plan.expires_at,
@@ -179,4 +181,6 @@ def plan_from_row(row: PlanRow) -> Plan:
         decided_by=row.decided_by,
         reject_reason=row.reject_reason,
         reflection=str(body.get("reflection", "")),
+        suggestions=tuple(str(x) for x in body.get("suggestions", [])),
+        held=tuple(str(x) for x in body.get("held", [])),
     )

@@ -279,8 +279,16 @@ class IncidentMachine:
         # after its sustain window, or a blip that passed) gets no further writes.
         severity = self.engine.measure(incident.scope)
         if severity.healthy and not severity.partial:
-            why = "after the last transaction" if ran else "without any change"
-            self.move(incident, S.RESOLVED, f"Healthy now ({why}): nothing to change", mu=0.0)
+            if ran:
+                text = "Healthy now (after the last transaction): nothing to change"
+            else:
+                # Transient: the symptoms cleared before any change, so no plan is made.
+                text = (
+                    "Transient: symptoms cleared before any change (μ was "
+                    f"{incident.mu0:g} at detection, now 0, fully measured: no firing alert "
+                    "in scope, SLOs met, no replica lost); no plan made"
+                )
+            self.move(incident, S.RESOLVED, text, mu=0.0)
             return
         if len(ran) >= policy.attempts:
             self._escalate(
@@ -331,6 +339,8 @@ class IncidentMachine:
                 expires_at=expires if rank == 0 else None,
                 diffs=diffs if rank == 0 else (),
                 reflection=proposal.reflection,
+                suggestions=candidate.suggestions,
+                held=candidate.held,
             )
             for rank, (candidate, diffs) in enumerate([chosen, *[(a, ()) for a in alternatives]])
         ]
@@ -345,7 +355,9 @@ class IncidentMachine:
                 ),
             )
             return
-        if policy.runs_without_approval(plan.risk):
+        # A plan with a value only a reasoner named, a tie or a weak hypothesis waits for a
+        # person at every autonomy level (DESIGN section 3 rules 9 and 10).
+        if policy.runs_without_approval(plan.risk) and plan.runs_unattended:
             self.store.plans.set_status(
                 plan.id,
                 PlanStatus.APPROVED.value,
@@ -358,7 +370,7 @@ class IncidentMachine:
                 S.EXECUTING,
                 f"Executing without approval ({policy.autonomy}, {plan.risk} risk): "
                 f"{plan.describe()}",
-                data={"plan": plan.id},
+                data={"plan": plan.id, "refused": list(proposal.refused)},
             )
             if after is not None:
                 self.notifier.notify(
@@ -374,7 +386,12 @@ class IncidentMachine:
             incident,
             S.AWAITING_APPROVAL,
             f"Plan waiting for approval ({plan.risk} risk): {plan.describe()}",
-            data={"plan": plan.id, "hash": plan.content_hash},
+            data={
+                "plan": plan.id,
+                "hash": plan.content_hash,
+                "refused": list(proposal.refused),
+                "held": list(plan.held),
+            },
         )
         if after is not None:
             self.notifier.notify(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.diagnosis.ports import JournalView
 from agents.errors import StratusError
 from agents.kubeparse import quantity_bytes, quantity_millis
@@ -42,9 +43,6 @@ from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
-#: The field manager the transaction engine writes with: its changes are never "last known
-#: good" evidence against themselves.
-STRATUS_MANAGER = "stratus"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 
 T = TypeVar("T")
@@ -276,17 +274,44 @@ class Context:
         return touching[0] if touching else None
 
     def known_good(self, kind: str, name: str, path: str) -> KnownGood | None:
-        """The object's state before the change that touched `path`, from the journal."""
+        """The object's state before the change that touched `path`, from the journal.
+
+        Stratus's own writes are never "last known good": when the value just before the
+        breaking change was put there by Stratus (an earlier incident's mitigation), the
+        state before *that* write is the one a person last chose."""
         journal = self.journal
         change = self.breaking_change(kind, name, path)
         if journal is None or change is None:
             return None
+        anchor = change.at
+        touching = [c for c in self.changes_of(kind, name) if any(related(p, path) for p in c.diff)]
+        for earlier in reversed([c for c in touching if c.at < change.at]):
+            if earlier.manager != STRATUS_MANAGER:
+                break
+            anchor = earlier.at
         body = self._once(
-            f"lkg {kind}/{name}@{change.at.isoformat()}",
-            lambda: journal.last_known_good(self.scope, kind, name, change.at),
+            f"lkg {kind}/{name}@{anchor.isoformat()}",
+            lambda: journal.last_known_good(self.scope, kind, name, anchor),
             None,
         )
         return KnownGood(body=body, change=change) if body is not None else None
+
+    def recorded_values(self, kind: str, name: str, path: str) -> set[str]:
+        """Every value `path` of the object is recorded to have had, as text: before and
+        after each change in the journal's window, except values Stratus itself wrote."""
+        out: set[str] = set()
+        for c in self.changes_of(kind, name):
+            for p, pair in c.diff.items():
+                if not related(p, path):
+                    continue
+                old, new = (
+                    pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, pair)
+                )
+                if old is not None:
+                    out.add(str(old))
+                if new is not None and c.manager != STRATUS_MANAGER:
+                    out.add(str(new))
+        return out
 
 
 def _selector(service: KubeObject) -> dict[str, str]:

@@ -14,6 +14,7 @@ from enum import IntEnum
 from typing import Any
 
 from agents.actions import Action
+from agents.planning.grounding import NOT_SEEN, Grounding
 from agents.planning.plan import Escalation
 
 
@@ -54,7 +55,17 @@ NOTHING = Options()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Was:
-    """A last-known-good value and where it came from, for the rationale."""
+    """A last-known-good value and where it came from, for the rationale. A value only a
+    reasoner named (`Grounding.REASONER`) says so in its `source`, with the `NOT_SEEN` mark
+    the planner turns into a suggestion a person must confirm."""
 
     value: Any
     source: str
+    grounding: Grounding = Grounding.JOURNAL
+
+    @property
+    def suggestion(self) -> bool:
+        return not self.grounding.grounded
+
+
+__all__ = ["NOTHING", "NOT_SEEN", "Draft", "Options", "Tier", "Was"]

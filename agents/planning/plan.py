@@ -25,6 +25,11 @@ class CandidatePlan:
     rationale: str  # why these actions fix the diagnosed fault
     hypothesis: str  # "geo: virtualization/misconfiguration"
     confidence: float = 0.5
+    #: Values only a reasoner proposed, each marked "not seen before in this cluster".
+    suggestions: tuple[str, ...] = ()
+    #: Why no autonomy level may run it: a person must approve (suggestions, a tie, a weak
+    #: hypothesis). Empty: the namespace's autonomy decides.
+    held: tuple[str, ...] = ()
 
     @property
     def content_hash(self) -> str:
@@ -51,6 +56,13 @@ class Plan:
     decided_by: str | None = None
     reject_reason: str | None = None
     reflection: str = ""  # what earlier attempts showed and why this plan differs
+    suggestions: tuple[str, ...] = ()  # values "not seen before in this cluster"
+    held: tuple[str, ...] = ()  # why a person must approve it at every autonomy level
+
+    @property
+    def runs_unattended(self) -> bool:
+        """False when the plan must wait for a person whatever the autonomy level."""
+        return not self.held and not self.suggestions
 
     @property
     def content_hash(self) -> str:
@@ -84,6 +96,11 @@ class Proposal:
     candidates: tuple[CandidatePlan, ...] = ()  # ranked, best first
     escalation: Escalation | None = None
     reflection: str = ""
+    #: Actions refused outright (outside the policy's bounds or the incident's namespace),
+    #: one line each: counted, logged and shown, never proposed.
+    refused: tuple[str, ...] = ()
+    #: Drafts dropped by the symptom gate (no symptom, no write), one line each.
+    dropped: tuple[str, ...] = ()
 
 
 class Planner(Protocol):

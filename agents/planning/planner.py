@@ -21,21 +21,23 @@ which previews the candidates in this order and proposes the first admissible on
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from agents.diagnosis.assessment import Assessment
 from agents.diagnosis.ports import JournalView
 from agents.diagnosis.suspect import Suspect, suspects_of
 from agents.model import Diagnosis, Hypothesis, Incident
 from agents.planning import reflection, runbooks
-from agents.planning.context import Context
+from agents.planning.context import WORKLOAD_KINDS, Context
 from agents.planning.drafts import Draft, Options, Tier
+from agents.planning.grounding import NOT_SEEN, Refused, refusal, symptom_gate
 from agents.planning.plan import Attempt, CandidatePlan, Escalation, Proposal
 from agents.planning.rules import options_for
 from agents.planning.rules_state import generic_step
 from agents.planning.subject import Subject
-from agents.policy import Policy
+from agents.policy import Bounds, Policy
 from agents.ports import ClusterReader
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,9 @@ logger = logging.getLogger(__name__)
 #: not stop the planner from first putting back a change another hypothesis rests on: under
 #: TNR that attempt is safe, and the escalation still follows if it does not help.
 CONFIDENT = 0.8
+#: Below this confidence the best hypothesis is weak: Stratus abstains from any automatic
+#: change (DESIGN section 6, open world); a plan, if any, waits for a person.
+WEAK = 0.3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +110,109 @@ class RulePlanner:
                     reason="the diagnosis named no hypothesis", runbook=diagnosis.summary
                 )
             )
+        assessment = Assessment.of(diagnosis)
+        refused: list[Refused] = []
+        dropped: list[str] = []
+        bounds = self.bounds_for(incident)
+
+        unwell = set(assessment.unhealthy) if assessment is not None else set()
+        linked = frozenset(
+            (s.kind, s.name)
+            for h in diagnosis.hypotheses
+            if h.service in unwell
+            for s in suspects_of(diagnosis, h)
+            if s.kind not in WORKLOAD_KINDS  # a workload must be unwell itself
+        )
+
+        def screen(options: Options) -> Options:
+            return self._screen(
+                ctx,
+                options,
+                assessment=assessment,
+                bounds=bounds,
+                refused=refused,
+                dropped=dropped,
+                linked=linked,
+            )
+
+        considered = [replace(c, options=screen(c.options)) for c in considered]
+        proposal = self._propose(ctx, incident, diagnosis, considered, attempts, screen=screen)
+        for r in refused:
+            logger.warning("planning %s: refused attempt: %s", incident.id, r.line())
+        for d in dropped:
+            logger.info("planning %s: dropped (no symptom, no write): %s", incident.id, d)
+        held = _held(diagnosis, assessment)
+        candidates = tuple(_marked(c, held) for c in proposal.candidates)
+        escalation = proposal.escalation
+        if escalation is not None and not candidates and (refused or dropped) and not attempts:
+            escalation = Escalation(
+                reason=f"{escalation.reason}; {len(refused)} proposed change(s) refused and "
+                f"{len(dropped)} dropped for want of a symptom",
+                runbook="\n".join(
+                    [
+                        escalation.runbook,
+                        "",
+                        "Not proposed (a person may still act, after checking):",
+                        *(f"- {r.line()}" for r in refused),
+                        *(f"- {d}" for d in dropped),
+                    ]
+                ),
+            )
+        return replace(
+            proposal,
+            candidates=candidates,
+            escalation=escalation,
+            refused=tuple(r.line() for r in refused),
+            dropped=tuple(dropped),
+        )
+
+    def bounds_for(self, incident: Incident) -> Bounds:
+        if self.policy is None:
+            return Bounds()
+        return self.policy.for_namespace(incident.scope.namespace).bounds
+
+    @staticmethod
+    def _screen(
+        ctx: Context,
+        options: Options,
+        *,
+        assessment: Assessment | None,
+        bounds: Bounds,
+        refused: list[Refused],
+        dropped: list[str],
+        linked: frozenset[tuple[str, str]],
+    ) -> Options:
+        """The drafts every action of which passes both checks (`agents.planning.grounding`):
+        within the policy's bounds and the incident's namespace, and on an object a symptom
+        justifies changing. A draft with one failing action goes whole: part of a fix is not
+        the fix its rationale explains."""
+        kept: list[Draft] = []
+        for draft in options.drafts:
+            why: str | None = None
+            for action in draft.actions:
+                if (reason := refusal(ctx, action, bounds)) is not None:
+                    refused.append(Refused(action=action.describe(), reason=reason))
+                    why = reason
+                    break
+                gate = symptom_gate(ctx, action, assessment, linked=linked)
+                if (reason := gate) is not None:
+                    dropped.append(f"{action.describe()}: {reason}")
+                    why = reason
+                    break
+            if why is None:
+                kept.append(draft)
+        return replace(options, drafts=tuple(kept))
+
+    def _propose(
+        self,
+        ctx: Context,
+        incident: Incident,
+        diagnosis: Diagnosis,
+        considered: list[_Considered],
+        attempts: Sequence[Attempt],
+        *,
+        screen: Callable[[Options], Options],
+    ) -> Proposal:
         top = considered[0]
         if self._stops_at_top(considered):
             assert top.options.escalation is not None
@@ -114,7 +222,10 @@ class RulePlanner:
                 reflection=reflection.reflect(attempts, None),
             )
         candidates = self._ranked(considered, attempts, k=self.k_for(incident))
-        if not candidates and (generic := self._generic_for_top(ctx, top)) is not None:
+        generic = self._generic_for_top(ctx, top) if not candidates else None
+        if generic is not None:
+            generic = replace(generic, options=screen(generic.options))
+        if generic is not None and generic.options.drafts:
             # Before giving up on the best explanation (or escalating on another's runbook),
             # the low-risk step for it: under TNR it is validated and undone if it does not help.
             considered = [generic, *considered[1:]]
@@ -260,6 +371,39 @@ class RulePlanner:
             reason=f"no action in the catalog fits {top.service}: {top.category}",
             runbook="\n".join(lines),
         )
+
+
+def _held(diagnosis: Diagnosis, assessment: Assessment | None) -> tuple[str, ...]:
+    """Why no plan for this diagnosis may run without a person, whatever the autonomy."""
+    out: list[str] = []
+    if assessment is not None and assessment.tied:
+        out.append(
+            f"tie: {' and '.join(assessment.tied)} explain the incident about equally well; "
+            "a person decides between them"
+        )
+    if diagnosis.top.confidence < WEAK:
+        out.append(
+            f"the best hypothesis is weak ({diagnosis.top.confidence:.0%}): Stratus abstains "
+            "from automatic changes"
+        )
+    if assessment is not None and assessment.blind:
+        out.append("the diagnosis could not read all of the cluster; its evidence is incomplete")
+    return tuple(out)
+
+
+def _marked(candidate: CandidatePlan, held: tuple[str, ...]) -> CandidatePlan:
+    """The candidate with its suggestions (values only a reasoner named) and the reasons it
+    must wait for a person."""
+    suggestions: tuple[str, ...] = ()
+    if NOT_SEEN in candidate.rationale:
+        suggestions = tuple(
+            f"{a.describe()}: the value is {NOT_SEEN} (only a reasoner named it)"
+            for a in candidate.actions
+        )
+    reasons = list(held)
+    if suggestions:
+        reasons.append(f"it writes a value {NOT_SEEN}: a person must confirm it")
+    return replace(candidate, suggestions=suggestions, held=tuple(reasons))
 
 
 def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:

@@ -8,8 +8,9 @@ and only proposes it when the rollout history shows a revision to go back to.
 from __future__ import annotations
 
 from agents.actions import RollbackWorkload
+from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.model import KubeObject, RevisionInfo
-from agents.planning.context import STRATUS_MANAGER, Context
+from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.subject import Subject
 

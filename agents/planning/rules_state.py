@@ -13,10 +13,11 @@ from collections.abc import Callable
 
 from agents.actions import DeletePod, RolloutRestart
 from agents.diagnosis.changes import is_controller
+from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.diagnosis.state import CONFIG_REASONS, CRASH_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
 from agents.model import KubeObject, PodState
-from agents.planning.context import STRATUS_MANAGER, Context, containers, pod_spec_of
+from agents.planning.context import Context, containers, pod_spec_of
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.rollback import rollback, rollback_target, template_changed
 from agents.planning.rules_resources import limit_options

@@ -12,6 +12,7 @@ from agents.diagnosis.suspect import Suspect
 from agents.model import Evidence, Hypothesis, JsonObject, KubeObject
 from agents.planning.context import Context, containers
 from agents.planning.drafts import Was
+from agents.planning.grounding import NOT_SEEN, Grounding
 from agents.planning.paths import FieldRef, classify, hides_secret, literal
 
 #: Returned by an extractor when the last-known-good state does not say (not the same as a
@@ -87,4 +88,40 @@ def was(
     value = from_text(suspect.last_known_good)
     if value is UNKNOWN or hides_secret(value):
         return None
-    return Was(value=value, source="the diagnosis's change record")
+    grounding = grounding_of(ctx, suspect, extract, value)
+    if grounding.grounded:
+        return Was(
+            value=value,
+            source=f"the diagnosis's change record ({grounding} has it)",
+            grounding=grounding,
+        )
+    # Only a reasoner named it: a suggestion a person confirms, never run automatically.
+    return Was(
+        value=value,
+        source=f"the diagnosis's change record, {NOT_SEEN}",
+        grounding=Grounding.REASONER,
+    )
+
+
+def grounding_of(
+    ctx: Context, suspect: Suspect, extract: Callable[[JsonObject], Any], value: Any
+) -> Grounding:
+    """Where a value the diagnosis names for the suspect field is recorded: the change
+    journal (any earlier state of the same object, Stratus's own writes excepted), the
+    rollout history (images), the live object itself — else only the reasoner had it."""
+    texts = {suspect.last_known_good, str(value)}
+    if texts & ctx.recorded_values(suspect.kind, suspect.name, suspect.field):
+        return Grounding.JOURNAL
+    live = ctx.get(suspect.kind, suspect.name) if suspect.kind != "Pod" else None
+    if live is not None:
+        try:
+            current = extract(live.body)
+        except (KeyError, IndexError, TypeError, ValueError):
+            current = UNKNOWN
+        if current is not UNKNOWN and current == value:
+            return Grounding.SNAPSHOT
+    if "image" in suspect.field and live is not None:
+        for rev in ctx.revisions(live) or ():
+            if str(value) in rev.images.values():
+                return Grounding.REVISION
+    return Grounding.REASONER

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agents.model import Incident, PlanStatus
+from agents.planning.grounding import NOT_SEEN
 from agents.planning.plan import Plan
 from bot.ids import ActionId, BlockId, CallbackId, InputId
 from bot.render import text as t
@@ -38,6 +39,8 @@ from bot.render.blocks import (
 )
 
 DIFFS_SHOWN = 8
+#: The mark an action carries when it writes a value no recorded state ever had.
+NOT_SEEN_MARK = f":warning: *suggestion, {NOT_SEEN}*: confirm the value before approving"
 ACTIONS_SHOWN = 20
 
 
@@ -112,14 +115,27 @@ def render_plan(
     """`open_for_approval`: show Approve / Reject (the plan is proposed and the incident
     waits for it)."""
     shown = plan.actions[:ACTIONS_SHOWN]
+    suggested = {line.split(": the value is ", 1)[0] for line in plan.suggestions}
     action_lines = [
-        f"{n}. {esc(a.describe(), 400)} ({a.risk.value})" for n, a in enumerate(shown, start=1)
+        f"{n}. {esc(a.describe(), 400)} ({a.risk.value})"
+        + (f" — {NOT_SEEN_MARK}" if a.describe() in suggested else "")
+        for n, a in enumerate(shown, start=1)
     ]
     if len(plan.actions) > ACTIONS_SHOWN:
         action_lines.append(f"… and {len(plan.actions) - ACTIONS_SHOWN} more")
     blocks: list[Block] = [
         header(f"Plan for {incident.id} (attempt {plan.attempt})"),
         section("*Actions*\n" + "\n".join(action_lines)),
+    ]
+    if plan.held or plan.suggestions:
+        reasons = "\n".join(f"• {esc(r, 400)}" for r in plan.held[:5])
+        blocks.append(
+            section(
+                "*:warning: Waits for a person at every autonomy level*\n"
+                + (reasons or f"• it writes a value {NOT_SEEN}")
+            )
+        )
+    blocks += [
         section("*Why*\n" + esc(plan.rationale or "—", 2500)),
         fields(
             [

@@ -72,6 +72,21 @@ def test_autonomy_levels_decide_what_runs_without_approval(tmp_path: Path) -> No
     assert hotel.approvals_needed(Risk.MEDIUM) == 1
 
 
+def test_bounds_ground_new_values_with_sensible_defaults(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        "  weights: {lost_replica: 2}\n",
+        "  weights: {lost_replica: 2}\n  max_replicas: 12\n"
+        "  image_registries: [registry.example.com, ghcr.io]\n",
+    ).replace("    autonomy: observe\n", "    autonomy: observe\n    image_registries: []\n")
+    policy = load_policy(write(tmp_path, text))
+    hotel = policy.for_namespace("hotel-reservation").bounds
+    assert hotel.max_replicas == 12 and hotel.scale_factor == 3
+    assert hotel.image_registries == ("registry.example.com", "ghcr.io")
+    assert policy.for_namespace("payments").bounds.image_registries == ()
+    default = default_policy().for_namespace("x").bounds
+    assert default.max_replicas == 20 and default.image_registries == ()
+
+
 def test_default_policy_proposes_everything() -> None:
     ns = default_policy().for_namespace("x")
     assert ns.autonomy is Autonomy.PROPOSE
@@ -97,6 +112,14 @@ def test_default_policy_proposes_everything() -> None:
         (
             "defaults:\n  autonmy: propose\n",
             r"policy.yaml:2: defaults.autonmy: Extra inputs are not permitted",
+        ),
+        (
+            "defaults:\n  image_registries: [evil.example.com/backdoor]\n",
+            r"policy.yaml:2: defaults.image_registries: .*is not a registry host",
+        ),
+        (
+            "defaults:\n  max_replicas: 0\n",
+            r"policy.yaml:2: defaults.max_replicas: Input should be greater",
         ),
         ("defaults: [1, 2\n", r"policy.yaml:2: \(yaml\)"),
         ("- just a list\n", r"policy.yaml:1: \(top level\): expected a mapping"),
