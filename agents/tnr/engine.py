@@ -231,6 +231,9 @@ class TransactionEngine:
             ttl_s=self.limits.lock_ttl_s,
             wait_s=self.limits.lock_wait_s if wait_s is None else wait_s,
             poll_s=min(1.0, self.limits.poll_s),
+            # A run and its abort get Δ each; a writer still holding the scope after five is
+            # wedged, not working (generous: Δ is on the agents' clock, the hold on wall time).
+            max_hold_s=5 * self.limits.deadline_s,
         )
 
     def _audit(self, verb: str, run: _Run, detail: JsonObject) -> None:

@@ -16,12 +16,17 @@ a renewal finds the lease taken over, the lock is marked lost and the holder's n
 lease when it expires, like a dead one: `fence()` asks for a third of the lease still left, so a
 write starts only if it can finish (every call made under the lock has a deadline of at most a
 third of the lease, checked at start-up) before anyone else could take the scope.
+
+A heartbeat must not keep a wedged writer's scope for ever: past `max_hold_s` (the engine
+passes 5 Δ: a transaction and its abort each get Δ) it stops renewing, the lease runs out,
+recovery may take the scope, and fencing refuses whatever the wedged writer tries afterwards.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from types import TracebackType
 
 from agents.deadlines import LEASE_SHARE
@@ -49,6 +54,7 @@ class WriterLock:
         wait_s: float,
         poll_s: float = 1.0,
         heartbeat: bool = True,
+        max_hold_s: float | None = None,
     ) -> None:
         self._ledger = ledger
         self._clock = clock
@@ -58,6 +64,7 @@ class WriterLock:
         self._wait = wait_s
         self._poll = poll_s
         self._heartbeat_on = heartbeat
+        self._max_hold = max_hold_s
         self._token: int | None = None
         self._renewed_at = 0.0
         # Shared with the heartbeat thread: guarded by `_guard`.
@@ -158,7 +165,18 @@ class WriterLock:
 
     def _beat(self, token: int, stop: threading.Event) -> None:
         interval = self._ttl / LEASE_SHARE
+        started = time.monotonic()  # wall time, like the lease (see the module doc)
         while not stop.wait(interval):
+            held = time.monotonic() - started
+            if self._max_hold is not None and held > self._max_hold:
+                logger.error(
+                    "writer lock on %s held %.0fs, past its %.0fs bound: no more renewals; "
+                    "the lease will run out and recovery may take the scope",
+                    self.scope.key,
+                    held,
+                    self._max_hold,
+                )
+                return
             try:
                 self._ledger.renew_lock(self.scope, self._holder, token, self._ttl)
             except LockLost as e:

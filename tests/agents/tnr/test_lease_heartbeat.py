@@ -206,3 +206,28 @@ def test_a_write_needs_a_third_of_the_lease_left(ledger: StorageLedger) -> None:
             ledger.assert_lock(SCOPE, token, min_remaining_s=TTL_S + 1)
     finally:
         holder.release()
+
+
+@pytest.mark.timeout(120)
+def test_a_wedged_writer_does_not_keep_the_scope_for_ever(ledger: StorageLedger) -> None:
+    wedged = WriterLock(
+        ledger,
+        SystemClock(),
+        scope=SCOPE,
+        holder="replica-1#wedged",
+        ttl_s=TTL_S,
+        wait_s=0,
+        max_hold_s=1.0,
+    )
+    token = wedged.acquire()
+    try:
+        # Past its bound the heartbeat stops; once the lease runs out another writer gets it.
+        successor = writer(ledger, "replica-2#next", wait_s=60)
+        assert successor.acquire() == token + 1
+        try:
+            with pytest.raises(LockLost):
+                wedged.fence()  # whatever the wedged writer tries afterwards is refused
+        finally:
+            successor.release()
+    finally:
+        wedged.release()
