@@ -169,6 +169,9 @@ class WriterLock:
         while not stop.wait(interval):
             held = time.monotonic() - started
             if self._max_hold is not None and held > self._max_hold:
+                with self._guard:
+                    if self._token == token:
+                        self._lost = f"held {held:.0f}s, past its {self._max_hold:.0f}s bound"
                 logger.error(
                     "writer lock on %s held %.0fs, past its %.0fs bound: no more renewals; "
                     "the lease will run out and recovery may take the scope",

@@ -221,6 +221,9 @@ def test_a_wedged_writer_does_not_keep_the_scope_for_ever(ledger: StorageLedger)
     )
     token = wedged.acquire()
     try:
+        wait_for(lambda: wedged.lost is not None, what="the heartbeat to give up")
+        with pytest.raises(LockLost):
+            wedged.keepalive()  # it stops at its next wait loop, even with nothing to write
         # Past its bound the heartbeat stops; once the lease runs out another writer gets it.
         successor = writer(ledger, "replica-2#next", wait_s=60)
         assert successor.acquire() == token + 1
