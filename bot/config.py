@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlparse
 
+from agents.deadlines import CallDeadline, below_lease
+
 T = TypeVar("T")
 
 
@@ -118,6 +120,34 @@ SETTINGS: tuple[Setting, ...] = (
         meaning="Prometheus base URL; unset degrades to cluster-state signals only.",
     ),
     Setting(
+        name="STRATUS_KUBE_TIMEOUT_S",
+        default="5",
+        meaning="Deadline of one try of a Kubernetes API call (connect and read), seconds.",
+    ),
+    Setting(
+        name="STRATUS_KUBE_ATTEMPTS",
+        default="2",
+        meaning="Tries per Kubernetes API call (reads retry timeouts; writes only failed "
+        "connections). Timeout × attempts must stay within a third of the writer lease.",
+    ),
+    Setting(
+        name="STRATUS_PROMETHEUS_TIMEOUT_S",
+        default="5",
+        meaning="Deadline of one try of a Prometheus query (connect and read), seconds.",
+    ),
+    Setting(
+        name="STRATUS_PROMETHEUS_ATTEMPTS",
+        default="2",
+        meaning="Tries per Prometheus query. Timeout × attempts must stay within a third of "
+        "the writer lease.",
+    ),
+    Setting(
+        name="STRATUS_LOCK_LEASE_S",
+        default="30",
+        meaning="Writer lease, seconds: a heartbeat renews it every third; recovery takes over "
+        "a transaction only once its writer has not renewed it for this long.",
+    ),
+    Setting(
         name="ANTHROPIC_API_KEY",
         default=None,
         meaning="Enables the Claude reasoner; unset uses the offline reasoner.",
@@ -216,11 +246,13 @@ class KubernetesSettings:
     context: str | None
     cluster_name: str
     namespaces: tuple[str, ...]
+    deadline: CallDeadline = field(default_factory=CallDeadline)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrometheusSettings:
     url: str | None
+    deadline: CallDeadline = field(default_factory=CallDeadline)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +279,7 @@ class Settings:
     scan_interval_s: float
     digest_schedules: tuple[tuple[str, str], ...]  # (channel, cron)
     log_level: str
+    lock_lease_s: float = 30.0  # the writer lease every call under the lock must fit within
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -362,6 +395,27 @@ def environment() -> dict[str, str]:
     return merged
 
 
+def check_deadlines(
+    kube: CallDeadline, prometheus: CallDeadline, lease_s: float, *, lease_name: str
+) -> None:
+    """Refuse deadlines that a call made under the writer lock could outlast (DESIGN section 3,
+    rule 8): one line naming the settings, exit 2."""
+    for prefix, deadline in (("STRATUS_KUBE", kube), ("STRATUS_PROMETHEUS", prometheus)):
+        problem = below_lease(deadline, lease_s)
+        if problem is not None:
+            raise SettingsError(
+                f"{prefix}_TIMEOUT_S × {prefix}_ATTEMPTS",
+                f"{problem} ({lease_name}); lower them or lengthen the lease",
+            )
+
+
+def _deadline(r: _Reader, prefix: str) -> CallDeadline:
+    return CallDeadline(
+        timeout_s=r.number(f"{prefix}_TIMEOUT_S", float, 0.1, 600.0),
+        attempts=r.number(f"{prefix}_ATTEMPTS", int, 1, 10),
+    )
+
+
 def load_settings(values: Mapping[str, str] | None = None) -> Settings:
     """Validate everything at once. `values` defaults to `environment()`."""
     values = environment() if values is None else values
@@ -385,6 +439,10 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
             "STRATUS_LOG_LEVEL", f"must be DEBUG, INFO, WARNING or ERROR, got {level!r}"
         )
     policy = r.raw("STRATUS_POLICY_FILE")
+    kube_deadline = _deadline(r, "STRATUS_KUBE")
+    prometheus_deadline = _deadline(r, "STRATUS_PROMETHEUS")
+    lease_s = r.number("STRATUS_LOCK_LEASE_S", float, 3.0, 3600.0)
+    check_deadlines(kube_deadline, prometheus_deadline, lease_s, lease_name="STRATUS_LOCK_LEASE_S")
     return Settings(
         slack=slack,
         http=HttpSettings(
@@ -396,11 +454,13 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
             context=r.raw("STRATUS_KUBE_CONTEXT"),
             cluster_name=r.text("STRATUS_CLUSTER_NAME"),
             namespaces=namespaces,
+            deadline=kube_deadline,
         ),
         prometheus=PrometheusSettings(
             url=_check_url(
                 "STRATUS_PROMETHEUS_URL", r.raw("STRATUS_PROMETHEUS_URL"), ("http", "https")
-            )
+            ),
+            deadline=prometheus_deadline,
         ),
         anthropic=AnthropicSettings(
             api_key=r.raw("ANTHROPIC_API_KEY"),
@@ -418,6 +478,7 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
         scan_interval_s=r.number("STRATUS_SCAN_INTERVAL_S", float, 0.0, 86400.0),
         digest_schedules=_digests(r.text("STRATUS_DIGEST_SCHEDULES")),
         log_level=level,
+        lock_lease_s=lease_s,
     )
 
 

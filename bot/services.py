@@ -48,7 +48,7 @@ import importlib.util
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -64,7 +64,7 @@ from agents.tnr import TnrLimits, TransactionEngine
 from agents.tnr.ledger import StorageLedger
 from agents.wiring import Brain, build_brain
 from bot.channels import IncidentChannels
-from bot.config import Settings, SettingsError, SlackMode
+from bot.config import Settings, SettingsError, SlackMode, check_deadlines
 from bot.directory import Directory
 from bot.errors import SlackCallFailed, StartupError
 from bot.failures import FailureReporter
@@ -227,12 +227,26 @@ def _metrics_source(settings: Settings, options: Options) -> MetricsSource | Non
         return None
     from agents.adapters.prometheus_metrics import PrometheusMetrics
 
-    metrics = PrometheusMetrics(url)
+    metrics = PrometheusMetrics(url, deadline=settings.prometheus.deadline)
     try:
         metrics.query("vector(1)")
     except MetricsError as e:
         logger.warning("Prometheus at %s does not answer yet (%s); will keep trying", url, e)
     return metrics
+
+
+def _limits(settings: Settings, options: Options, policy: Policy) -> TnrLimits:
+    """The transaction limits with the writer lease of the settings (unless the embedding root
+    brings its own), refused (exit 2) when a cluster or metrics call could outlast a third of
+    that lease."""
+    limits = options.limits or replace(policy.defaults.limits, lock_ttl_s=settings.lock_lease_s)
+    check_deadlines(
+        settings.kubernetes.deadline,
+        settings.prometheus.deadline,
+        limits.lock_ttl_s,
+        lease_name="STRATUS_LOCK_LEASE_S" if options.limits is None else "the limits' lease",
+    )
+    return limits
 
 
 def _model(settings: Settings) -> LanguageModel | None:
@@ -272,6 +286,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
     options = options or Options()
     _check_slack(settings)
     policy = _policy(settings)
+    limits = _limits(settings, options, policy)
     upgrade(settings.database.url)
     store = Store.connect(settings.database.url)
     clock: Clock = options.clock or SystemClock()
@@ -280,6 +295,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
             kubeconfig=settings.kubernetes.kubeconfig,
             context=settings.kubernetes.context,
             cluster_name=settings.kubernetes.cluster_name,
+            deadline=settings.kubernetes.deadline,
         )
     except ClusterError as e:
         store.close()
@@ -352,7 +368,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
             max_steps=settings.anthropic.max_steps, token_budget=settings.anthropic.token_budget
         ),
         evidence_token_budget=settings.evidence_token_budget,
-        limits=options.limits,
+        limits=limits,
     )
     recovery_engine = TransactionEngine(
         reader=cluster,

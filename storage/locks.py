@@ -20,6 +20,11 @@ first time, so two first acquisitions cannot both insert. On SQLite the transact
 
 A holder name identifies one acquirer (say `replica-2/txn-41`): `acquire` by the current holder
 of an unexpired lease extends it and keeps its token.
+
+Deadlines. A renewal that hangs is as bad as none: on PostgreSQL every lease operation runs with
+`lock_timeout` and `statement_timeout` of `LEASE_STATEMENT_TIMEOUT_S` (a row lock held by a stuck
+session, or a stalled server, becomes `Unavailable` instead of a wait without end); on SQLite
+the busy timeout of `storage.db` bounds the wait for the file.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from storage.repos.base import Repository
 from storage.tables import WriterLockRow
 
 logger = logging.getLogger(__name__)
+
+#: The longest a lease statement may wait on PostgreSQL (row lock or execution), seconds.
+LEASE_STATEMENT_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +74,7 @@ class WriterLocks(Repository):
         already has it (same token). None while someone else holds it."""
         ttl = _ttl(ttl_s)
         with self._db.write() as s:
+            self._deadline(s)
             self._ensure_row(s, scope, holder, now)
             row = self._locked(s, scope)
             assert row is not None  # _ensure_row made it
@@ -99,6 +108,7 @@ class WriterLocks(Repository):
         """Extend a lease still held. Raises `StaleToken` when it expired or was taken over."""
         ttl = _ttl(ttl_s)
         with self._db.write() as s:
+            self._deadline(s)
             row = self._locked(s, scope)
             t = self._now(s, now)
             _require_current(scope, token, row, t, holder=holder)
@@ -116,6 +126,7 @@ class WriterLocks(Repository):
         the instant of release), or None, changing nothing, when it was no longer ours (it
         expired, or someone else holds it)."""
         with self._db.write() as s:
+            self._deadline(s)
             row = self._locked(s, scope)
             t = self._now(s, now)
             if row is None or row.holder != holder or row.token != token or row.expires_at <= t:
@@ -137,6 +148,7 @@ class WriterLocks(Repository):
         """The lease `token` stands for, if it is the current unexpired one with at least
         `min_remaining_s` left. Raises `StaleToken` otherwise."""
         with self._db.read() as s:
+            self._deadline(s)
             row = s.get(WriterLockRow, scope)
             t = self._now(s, now) + timedelta(seconds=min_remaining_s)
             _require_current(scope, token, row, t)
@@ -158,12 +170,30 @@ class WriterLocks(Repository):
     def current(self, scope: str, *, now: datetime | None = None) -> Lease | None:
         """The unexpired lease on `scope`, if any."""
         with self._db.read() as s:
+            self._deadline(s)
             row = s.get(WriterLockRow, scope)
             if row is None or row.expires_at <= self._now(s, now):
                 return None
             return Lease.of(row)
 
+    def last(self, scope: str) -> Lease | None:
+        """The lease on `scope` as it stands, expired or not (None if never granted): who held
+        it last and when they last renewed it. Recovery quotes it when it takes over."""
+        with self._db.read() as s:
+            self._deadline(s)
+            row = s.get(WriterLockRow, scope)
+            if row is None or row.token == 0:
+                return None
+            return Lease.of(row)
+
     # ------------------------------------------------------------------------- internals
+
+    def _deadline(self, s: Session) -> None:
+        if self._db.dialect == "postgresql":
+            ms = int(LEASE_STATEMENT_TIMEOUT_S * 1000)
+            connection = s.connection()
+            connection.exec_driver_sql(f"SET LOCAL lock_timeout = {ms}")
+            connection.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}")
 
     def _now(self, s: Session, now: datetime | None) -> datetime:
         if now is not None:

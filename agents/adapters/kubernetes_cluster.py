@@ -8,6 +8,15 @@ fields it does not know and refuses servers that omit fields it requires. SDK an
 errors become the `agents.errors` tree here and nowhere else.
 
 Secrets are never read: the reader refuses the kind outright.
+
+Deadlines. Every call carries `_request_timeout` (connect, read) and the pool's urllib3 `Retry`
+is bounded (`CallDeadline`): at most `attempts` tries, no backoff sleeps, no `Retry-After`
+waits, no retries on HTTP statuses. A read that timed out is retried only for GET and HEAD: a
+write whose answer was lost may have happened, and trying it again would hide that (a
+retried PUT would meet our own resourceVersion and look like someone else's conflict). A
+connection that could not be opened sent nothing, so it is retried for every method.
+Timeouts and connection failures become `TransientError`, distinct from not-found, conflict
+and forbidden.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from kubernetes.client.exceptions import ApiException
 
 from agents import kubeparse
 from agents.adapters.kinds import kind_info
+from agents.deadlines import CallDeadline
 from agents.errors import (
     ClusterError,
     Conflict,
@@ -83,6 +93,41 @@ def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
     return ClusterError(f"{text} (HTTP {status})")
 
 
+def bounded(configuration: k8s.Configuration, deadline: CallDeadline) -> k8s.Configuration:
+    """`configuration` with the pool's retries bounded by `deadline` (see the module doc)."""
+    retries = deadline.attempts - 1
+    configuration.retries = urllib3.Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=0,
+        other=0,
+        redirect=0,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        backoff_factor=0,
+        respect_retry_after_header=False,
+        raise_on_status=False,
+    )
+    configuration.client_go_retries = False
+    return configuration
+
+
+def _transport(error: urllib3.exceptions.HTTPError, deadline: CallDeadline) -> str:
+    """A transport failure in words, with the deadline it ran into."""
+    reason: BaseException = error
+    if isinstance(error, urllib3.exceptions.MaxRetryError) and error.reason is not None:
+        reason = error.reason
+    # NewConnectionError subclasses ConnectTimeoutError in urllib3: a refusal is not a timeout.
+    if isinstance(reason, urllib3.exceptions.TimeoutError) and not isinstance(
+        reason, urllib3.exceptions.NewConnectionError
+    ):
+        return (
+            f"no answer within the deadline ({deadline.attempts} × {deadline.timeout_s:g}s): "
+            f"{reason}"
+        )
+    return f"cannot reach the API server ({deadline.attempts} tries): {reason}"
+
+
 class KubernetesCluster:
     """One cluster, reached through the official client."""
 
@@ -91,11 +136,14 @@ class KubernetesCluster:
         api_client: k8s.ApiClient,
         *,
         cluster_name: str,
-        request_timeout_s: float = 15.0,
+        deadline: CallDeadline | None = None,
     ) -> None:
+        """`api_client` should be built from a configuration passed through `bounded` (as
+        `connect` does), or its pool keeps urllib3's default retries."""
         self._api = api_client
         self._name = cluster_name
-        self._timeout = request_timeout_s
+        self.deadline = deadline or CallDeadline()
+        self._timeout = (self.deadline.connect_s, self.deadline.read_s)
 
     @classmethod
     def connect(
@@ -104,9 +152,10 @@ class KubernetesCluster:
         kubeconfig: Path | None,
         context: str | None = None,
         cluster_name: str,
-        request_timeout_s: float = 15.0,
+        deadline: CallDeadline | None = None,
     ) -> KubernetesCluster:
         """From a kubeconfig file, or the in-cluster service account when `kubeconfig` is None."""
+        deadline = deadline or CallDeadline()
         configuration = k8s.Configuration()
         try:
             if kubeconfig is not None:
@@ -121,9 +170,9 @@ class KubernetesCluster:
             where = str(kubeconfig) if kubeconfig else "in-cluster service account"
             raise ClusterError(f"cannot load Kubernetes configuration from {where}: {e}") from e
         return cls(
-            k8s.ApiClient(configuration),
+            k8s.ApiClient(bounded(configuration, deadline)),
             cluster_name=cluster_name,
-            request_timeout_s=request_timeout_s,
+            deadline=deadline,
         )
 
     def close(self) -> None:
@@ -166,7 +215,7 @@ class KubernetesCluster:
         except ApiException as e:
             raise _translate(int(e.status or 0), str(e.reason), str(e.body or ""), what) from e
         except urllib3.exceptions.HTTPError as e:
-            raise TransientError(f"{what}: {e}") from e
+            raise TransientError(f"{what}: {_transport(e, self.deadline)}") from e
         if not 200 <= response.status <= 299:
             raise _translate(
                 response.status, str(response.reason), data.decode(errors="replace"), what
@@ -414,7 +463,7 @@ class KubernetesCluster:
                 auth_settings=["BearerToken"],
             )
             response = self._api.call_api(
-                m, url, header_params=hdrs, _request_timeout=(self._timeout, timeout_seconds + 5)
+                m, url, header_params=hdrs, _request_timeout=(self._timeout[0], timeout_seconds + 5)
             )
         except ApiException as e:
             raise _translate(int(e.status or 0), str(e.reason), str(e.body or ""), what) from e

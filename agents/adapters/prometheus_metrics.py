@@ -5,6 +5,11 @@ Golden signals come from PromQL templates that a team can change to match its ow
 names (`PromQLTemplates`); the defaults match the lab's exporter and the common
 `http_server_requests_total` / `..._duration_seconds_bucket` conventions. Firing alerts are
 read from Prometheus's own `ALERTS` series, so they agree with what Alertmanager was sent.
+
+Deadlines. Each request has a (connect, read) timeout and the session's urllib3 `Retry` is
+bounded by `CallDeadline`: at most `attempts` tries, no backoff sleeps, no retries on HTTP
+statuses (the library's default retries 5xx with backoff, which can block a validation far
+past the writer lease). A timeout or an unreachable server is `MetricsError` saying so.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import requests
+import urllib3
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
+from agents.deadlines import CallDeadline
 from agents.errors import MetricsError, QueryError
 from agents.model import Alert, AlertStatus, GoldenSignals, Series, SeriesPoint
 
@@ -70,15 +77,40 @@ class PrometheusMetrics:
         url: str,
         *,
         templates: PromQLTemplates | None = None,
-        timeout_s: float = 10.0,
+        deadline: CallDeadline | None = None,
     ) -> None:
         self._url = url.rstrip("/")
         self._templates = templates or PromQLTemplates()
-        self._timeout = int(max(1, timeout_s))
-        self._client = PrometheusConnect(url=self._url, disable_ssl=True, timeout=self._timeout)
+        self.deadline = deadline or CallDeadline()
+        retries = self.deadline.attempts - 1
+        retry = urllib3.Retry(
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=0,
+            other=0,
+            redirect=0,
+            backoff_factor=0,
+            respect_retry_after_header=False,
+            raise_on_status=False,
+        )
+        self._client = PrometheusConnect(
+            url=self._url,
+            disable_ssl=True,
+            retry=retry,
+            # requests takes (connect, read); the library only passes it through.
+            timeout=(self.deadline.connect_s, self.deadline.read_s),
+        )
 
     def close(self) -> None:
         self._client._session.close()
+
+    def _unreachable(self, error: requests.RequestException) -> MetricsError:
+        d = self.deadline
+        return MetricsError(
+            f"Prometheus at {self._url} gave no answer within the deadline "
+            f"({d.attempts} tries of {d.timeout_s:g}s): {error}"
+        )
 
     def _query(self, promql: str) -> list[dict[str, Any]]:
         try:
@@ -86,7 +118,7 @@ class PrometheusMetrics:
         except PrometheusApiClientException as e:
             raise QueryError(promql, str(e)) from e
         except requests.RequestException as e:
-            raise MetricsError(f"Prometheus at {self._url} is unreachable: {e}") from e
+            raise self._unreachable(e) from e
         return [r for r in result or [] if isinstance(r, dict)]
 
     def _by_service(self, template: str, namespace: str, window_s: int) -> dict[str, float]:
@@ -167,7 +199,7 @@ class PrometheusMetrics:
         except PrometheusApiClientException as e:
             raise QueryError(promql, str(e)) from e
         except requests.RequestException as e:
-            raise MetricsError(f"Prometheus at {self._url} is unreachable: {e}") from e
+            raise self._unreachable(e) from e
         label = t.service_label
         out = []
         for r in result or []:

@@ -231,6 +231,9 @@ class TransactionEngine:
             ttl_s=self.limits.lock_ttl_s,
             wait_s=self.limits.lock_wait_s if wait_s is None else wait_s,
             poll_s=min(1.0, self.limits.poll_s),
+            # A run and its abort get Δ each; a writer still holding the scope after five is
+            # wedged, not working (generous: Δ is on the agents' clock, the hold on wall time).
+            max_hold_s=5 * self.limits.deadline_s,
         )
 
     def _audit(self, verb: str, run: _Run, detail: JsonObject) -> None:
@@ -593,8 +596,11 @@ class TransactionEngine:
         outcome = self._outcome(run, kind, final, mu_after=figure, restored=restored)
         return replace(outcome, healthy=after.healthy)
 
-    def resume_abort(self, tx: TransactionRecord, lock: WriterLock, *, actor: str) -> Outcome:
-        """Finish an abort (or roll back an unfinished transaction) after a restart."""
+    def resume_abort(
+        self, tx: TransactionRecord, lock: WriterLock, *, actor: str, why: str | None = None
+    ) -> Outcome:
+        """Finish an abort (or roll back an unfinished transaction) whose writer stopped;
+        `why` says how it stopped (recovery reads it from the lease)."""
         request = TransactionRequest(
             scope=tx.scope,
             actions=(),
@@ -613,15 +619,17 @@ class TransactionEngine:
             # What was in trouble at the start is not on record: today's trouble stands in.
             trouble=self._meter.measure(tx.scope).trouble,
         )
-        reason = tx.reason or "interrupted by a restart"
+        reason = tx.reason or f"interrupted: {why or 'its writer stopped'}"
         if tx.status is not TransactionStatus.ABORTING:
             self._ledger.set_status(
                 tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token
             )
-            self._audit("abort", run, {"reason": reason, "recovery": True})
+            self._audit("abort", run, {"reason": reason, "recovery": True, "takeover": why})
         return self._finish_abort(run, reason=reason, mu_after=tx.mu_after)
 
-    def commit_recorded(self, tx: TransactionRecord, *, actor: str) -> Outcome:
+    def commit_recorded(
+        self, tx: TransactionRecord, *, actor: str, why: str | None = None
+    ) -> Outcome:
         """Finish a commit whose passing validation was recorded before a crash."""
         self._ledger.set_status(
             tx.id,
@@ -637,7 +645,7 @@ class TransactionEngine:
             at=self._clock.now(),
             transaction_id=tx.id,
             incident_id=tx.incident_id,
-            detail={"recovery": True, "validation": tx.validation},
+            detail={"recovery": True, "validation": tx.validation, "takeover": why},
         )
         healthy = tx.mu_after is not None and tx.mu_after <= 0
         return Outcome(
@@ -646,5 +654,5 @@ class TransactionEngine:
             mu_before=tx.mu_before,
             mu_after=tx.mu_after,
             healthy=healthy,
-            reason="validation had passed before the restart",
+            reason=f"validation had passed before {why or 'its writer stopped'}",
         )

@@ -25,7 +25,7 @@ from agents.model import (
     UndoEntryId,
     UndoState,
 )
-from agents.tnr.records import Snapshot, TransactionRecord, UndoRecord
+from agents.tnr.records import LeaseRecord, Snapshot, TransactionRecord, UndoRecord
 from storage import StaleToken, Store
 from storage.tables import AuditRow, TransactionRow, UndoEntryRow
 
@@ -251,8 +251,19 @@ class StorageLedger:
         lease = self._store.locks.current(scope.key)
         return lease.holder if lease is not None else None
 
-    def assert_lock(self, scope: Scope, token: int) -> None:
+    def last_lease(self, scope: Scope) -> LeaseRecord | None:
+        lease = self._store.locks.last(scope.key)
+        if lease is None:
+            return None
+        return LeaseRecord(
+            holder=lease.holder,
+            token=lease.token,
+            renewed_at=lease.renewed_at,
+            expires_at=lease.expires_at,
+        )
+
+    def assert_lock(self, scope: Scope, token: int, *, min_remaining_s: float = 0.0) -> None:
         try:
-            self._store.locks.assert_current(scope.key, token)
+            self._store.locks.assert_current(scope.key, token, min_remaining_s=min_remaining_s)
         except StaleToken as e:
             raise LockLost(str(e)) from e

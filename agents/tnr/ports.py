@@ -21,7 +21,7 @@ from agents.model import (
     TransactionStatus,
     UndoEntryId,
 )
-from agents.tnr.records import Snapshot, TransactionRecord, UndoRecord
+from agents.tnr.records import LeaseRecord, Snapshot, TransactionRecord, UndoRecord
 
 
 class Ledger(Protocol):
@@ -126,6 +126,11 @@ class Ledger(Protocol):
         """Who holds an unexpired lease on `scope` now, if anyone."""
         ...
 
-    def assert_lock(self, scope: Scope, token: int) -> None:
-        """Raises `LockLost` unless `token` is the current, unexpired holder's token."""
+    def last_lease(self, scope: Scope) -> LeaseRecord | None:
+        """The lease on `scope` as it stands, expired or not; None if never granted."""
+        ...
+
+    def assert_lock(self, scope: Scope, token: int, *, min_remaining_s: float = 0.0) -> None:
+        """Raises `LockLost` unless `token` is the current holder's token with at least
+        `min_remaining_s` of its lease left."""
         ...

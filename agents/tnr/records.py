@@ -64,3 +64,13 @@ class TransactionRecord:
     validation: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
     ended_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseRecord:
+    """The writer lease on a scope as storage last saw it (expired or not)."""
+
+    holder: str
+    token: int
+    renewed_at: datetime
+    expires_at: datetime

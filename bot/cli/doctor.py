@@ -78,7 +78,7 @@ def run_checks(settings: Settings) -> list[Check]:
             kubeconfig=settings.kubernetes.kubeconfig,
             context=settings.kubernetes.context,
             cluster_name=settings.kubernetes.cluster_name,
-            request_timeout_s=10.0,
+            deadline=settings.kubernetes.deadline,
         )
         where = ", ".join(namespaces) if namespaces else "cluster-wide (no namespaces configured)"
         checks.append(
