@@ -6,6 +6,12 @@ holding the snapshot, check the fencing token, write, record the resourceVersion
 Then validate (settle, sustain) and commit iff μ_after ≤ μ_before ≤ μ0; otherwise pop the undo
 stack LIFO and re-measure — if μ is not back to ≤ μ_before, escalate at once.
 
+Fail closed (rule 8): no transaction opens without a complete μ_before (`NOT_STARTED`: nothing
+written, try again later); none commits on a figure that was not completely measured; and an
+abort that cannot restore every entry, or cannot measure the result, ends HELD — the entries
+not restored stay on the stack, and `resume_abort` (Undo, or the incident's next advance)
+finishes the job. HELD is never "healthy".
+
 The engine is the only code that writes to a cluster. Every step is an audit record.
 `checkpoint(name)` is called at each point of the write path where a crash would leave
 distinct state behind; the crash harness kills the process there, production passes nothing.
@@ -52,6 +58,10 @@ Checkpoint = Callable[[str], None]
 
 _WRITE_RETRIES = 3
 
+#: Separates why a transaction aborted from why its abort is held, in the stored reason (so a
+#: retry of the restore keeps the first part and states the new second part).
+HELD_MARK = " — held: "
+
 
 class Step(StrEnum):
     LOCKED = "locked"
@@ -64,6 +74,7 @@ class Step(StrEnum):
     RESTORE = "restore"
     ABORTED = "aborted"
     ESCALATED = "escalated"
+    HELD = "held"
     UNDO = "undo"
     UNDONE = "undone"
 
@@ -121,9 +132,23 @@ class DryRunFailed(ClusterError):
         self.error = error
 
 
-def verdict(*, mu_before: float, mu_after: float, mu0: float, require_progress: bool) -> Verdict:
+def verdict(
+    *,
+    mu_before: float,
+    mu_after: float,
+    mu0: float,
+    require_progress: bool,
+    unknown: Sequence[str] = (),
+) -> Verdict:
     """Commit iff μ_after ≤ μ_before and μ_after ≤ μ0 (rule 5); with `require_progress`, an
-    unhealthy scope must also be strictly better than before."""
+    unhealthy scope must also be strictly better than before. `unknown`: what the sustain
+    window could not measure; anything there refuses the commit (rule 8), whatever μ says."""
+    if unknown:
+        return Verdict(
+            commit=False,
+            healthy=False,
+            reason=f"sustain window not wholly measured: {', '.join(unknown)}",
+        )
     healthy = mu_after <= 0.0
     if mu_after > mu_before:
         return Verdict(
@@ -312,6 +337,9 @@ class TransactionEngine:
                 window_s=max(1, int(self.limits.before_window_s)),
             )
             found = self._meter.measure(request.scope)
+            unknown = tuple(dict.fromkeys((*before.unknown, *found.unknown)))
+            if unknown:
+                return self._not_started(request, unknown)
             tx = self._ledger.open_transaction(
                 scope=request.scope,
                 incident_id=request.incident_id,
@@ -344,6 +372,27 @@ class TransactionEngine:
             raise
         finally:
             lock.release()
+
+    def _not_started(self, request: TransactionRequest, unknown: tuple[str, ...]) -> Outcome:
+        """μ_before is unknown: open nothing, write nothing, say what could not be read."""
+        reason = f"not started: cannot measure {', '.join(unknown)}"
+        self._ledger.audit(
+            "not_started",
+            actor=request.actor,
+            scope=request.scope,
+            at=self._clock.now(),
+            incident_id=request.incident_id,
+            detail={"reason": reason, "unknown": list(unknown)},
+        )
+        logger.warning("transaction on %s %s", request.scope.key, reason)
+        return Outcome(
+            transaction_id=TransactionId(""),
+            kind=OutcomeKind.NOT_STARTED,
+            mu_before=request.mu0,
+            mu_after=None,
+            healthy=False,
+            reason=reason,
+        )
 
     def _outcome(
         self,
@@ -411,6 +460,7 @@ class TransactionEngine:
             mu_after=after.mu,
             mu0=run.request.mu0,
             require_progress=self.limits.require_progress,
+            unknown=after.unknown,
         )
         figures: JsonObject = {
             "passed": decision.commit,
@@ -418,6 +468,8 @@ class TransactionEngine:
             "mu_before": run.mu_before,
             "mu_after": after.mu,
             "mu0": run.request.mu0,
+            "complete": after.complete,
+            "unknown": list(after.unknown),
             "settled": settled.converged,
             "settle_s": settled.waited_s,
             "pending": list(settled.pending),
@@ -539,15 +591,31 @@ class TransactionEngine:
         return self._finish_abort(run, reason=reason, mu_after=mu_after)
 
     def _finish_abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
-        """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6)."""
+        """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6). Where a
+        restore fails or the result cannot be measured, hold (rule 8)."""
         restored = 0
         targets: list[ObjectRef] = []
-        for entry in self._ledger.stack(run.tx.id):
-            if entry.state not in (UndoState.PENDING, UndoState.APPLIED):
-                continue
-            result = self.restorer.restore(
-                entry, run.lock, scope=run.request.scope, actor=run.request.actor
-            )
+        entries = [
+            e
+            for e in self._ledger.stack(run.tx.id)
+            if e.state in (UndoState.PENDING, UndoState.APPLIED)
+        ]
+        for index, entry in enumerate(entries):
+            try:
+                result = self.restorer.restore(
+                    entry, run.lock, scope=run.request.scope, actor=run.request.actor
+                )
+            except ClusterError as e:
+                # LIFO: an earlier entry is not restored over a later one left in place.
+                left = len(entries) - index
+                return self._hold(
+                    run,
+                    reason=reason,
+                    why=f"cannot restore {entry.target} ({e}); {left} of {len(entries)} "
+                    "change(s) not restored",
+                    restored=restored,
+                    after=None,
+                )
             restored += 1
             targets.append(entry.target)
             run.say(Step.RESTORE, f"Restored {entry.target}: {result.note}", done=restored)
@@ -561,6 +629,15 @@ class TransactionEngine:
             )
         except DeadlineExceeded:
             after = self._meter.measure(run.request.scope)
+        if not after.complete:
+            return self._hold(
+                run,
+                reason=reason,
+                why=f"restored {restored} of {len(entries)} change(s), but cannot measure "
+                f"{after.unknown_text()}: μ after the rollback is unknown",
+                restored=restored,
+                after=after,
+            )
         # Back means the rollback undid what the transaction did. μ may still be above
         # μ_before because the fault itself keeps spreading (caches expire, retries pile up):
         # that is not ours as long as every service in trouble now was in trouble before.
@@ -593,6 +670,26 @@ class TransactionEngine:
         outcome = self._outcome(run, kind, final, mu_after=figure, restored=restored)
         return replace(outcome, healthy=after.healthy)
 
+    def _hold(
+        self, run: _Run, *, reason: str, why: str, restored: int, after: Severity | None
+    ) -> Outcome:
+        """The rollback is unfinished or unmeasured: leave what was not restored on the
+        stack, say exactly what is unknown, and never call it healthy."""
+        final = f"{reason}{HELD_MARK}{why}. Undo will finish the restore."
+        mu_after = after.mu if after is not None and after.complete else None
+        self._finish(
+            run,
+            TransactionStatus.HELD,
+            "held",
+            reason=final,
+            mu_after=mu_after,
+            restored=restored,
+            severity=after.as_dict() if after is not None else None,
+        )
+        run.say(Step.HELD, f"Held: {why}", mu=mu_after, done=restored)
+        logger.warning("transaction %s held: %s", run.tx.id, why)
+        return self._outcome(run, OutcomeKind.HELD, final, mu_after=mu_after, restored=restored)
+
     def resume_abort(self, tx: TransactionRecord, lock: WriterLock, *, actor: str) -> Outcome:
         """Finish an abort (or roll back an unfinished transaction) after a restart."""
         request = TransactionRequest(
@@ -613,7 +710,7 @@ class TransactionEngine:
             # What was in trouble at the start is not on record: today's trouble stands in.
             trouble=self._meter.measure(tx.scope).trouble,
         )
-        reason = tx.reason or "interrupted by a restart"
+        reason = (tx.reason or "interrupted by a restart").split(HELD_MARK)[0]
         if tx.status is not TransactionStatus.ABORTING:
             self._ledger.set_status(
                 tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token
