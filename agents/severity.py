@@ -141,10 +141,6 @@ class SeverityMeter:
         self._window_s = window_s
 
     @property
-    def has_metrics(self) -> bool:
-        return self._metrics is not None
-
-    @property
     def slo(self) -> Slo:
         return self._slo
 

@@ -43,7 +43,6 @@ from agents.incident.events import (
 )
 from agents.model import (
     Alert,
-    AlertStatus,
     Diagnosis,
     Incident,
     IncidentId,
@@ -637,24 +636,15 @@ class IncidentMachine:
 
     def opening_alerts_firing(self, incident: Incident) -> tuple[str, ...] | None:
         """Names of the alerts that opened `incident` and still fire; None when that cannot
-        be read (which is not "none"). Without a metrics source, the stored alert records
-        (kept current by Alertmanager's resolved notifications) answer."""
+        be read (which is not "none"). The metrics source answers; without one there is
+        nothing live to ask (the stored rows of scan alerts are not resolved across a restart,
+        so they cannot say), and the complete cluster measurement stands alone: ()."""
         opened = [alert_from_row(r) for r in self.store.incidents.alerts(incident.id)]
         if not opened:
             return ()
         live = self.engine.meter.firing_alerts(incident.scope.namespace)
         if live is None:
             return None
-        if not self.engine.meter.has_metrics:
-            return tuple(
-                sorted(
-                    {
-                        a.name
-                        for a in opened
-                        if a.source == "alertmanager" and a.status is AlertStatus.FIRING
-                    }
-                )
-            )
         now_firing = {a.fingerprint for a in live} | {(a.name, a.service) for a in live}
         return tuple(
             sorted(

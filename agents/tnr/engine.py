@@ -61,6 +61,17 @@ _WRITE_RETRIES = 3
 #: Separates why a transaction aborted from why its abort is held, in the stored reason (so a
 #: retry of the restore keeps the first part and states the new second part).
 HELD_MARK = " — held: "
+#: The validation key holding the services in trouble when the transaction began.
+TROUBLE_BEFORE = "trouble_before"
+
+
+def _trouble_before(tx: TransactionRecord) -> frozenset[str] | None:
+    """What was in trouble when `tx` began, if on record (older records: None, and today's
+    trouble stands in)."""
+    names = tx.validation.get(TROUBLE_BEFORE)
+    if not isinstance(names, list):
+        return None
+    return frozenset(str(n) for n in names)
 
 
 class Step(StrEnum):
@@ -360,6 +371,11 @@ class TransactionEngine:
                 emit=on_progress or _silent,
                 trouble=found.trouble | before.trouble,
             )
+            # On record, so that a rollback finished later (recovery, a held one) judges
+            # "new trouble" against the start, not against whatever the write did since.
+            self._ledger.set_status(
+                tx.id, TransactionStatus.OPEN, validation={TROUBLE_BEFORE: sorted(run.trouble)}
+            )
             self._audit(
                 "lock",
                 run,
@@ -468,6 +484,7 @@ class TransactionEngine:
             "mu_before": run.mu_before,
             "mu_after": after.mu,
             "mu0": run.request.mu0,
+            TROUBLE_BEFORE: sorted(run.trouble),
             "complete": after.complete,
             "unknown": list(after.unknown),
             "settled": settled.converged,
@@ -700,6 +717,7 @@ class TransactionEngine:
             incident_id=tx.incident_id,
             plan_id=tx.plan_id,
         )
+        recorded = _trouble_before(tx)
         run = _Run(
             tx=tx,
             lock=lock,
@@ -707,8 +725,7 @@ class TransactionEngine:
             mu_before=tx.mu_before,
             deadline=self._clock.monotonic() + self.limits.deadline_s,
             emit=_silent,
-            # What was in trouble at the start is not on record: today's trouble stands in.
-            trouble=self._meter.measure(tx.scope).trouble,
+            trouble=recorded if recorded is not None else self._meter.measure(tx.scope).trouble,
         )
         reason = (tx.reason or "interrupted by a restart").split(HELD_MARK)[0]
         if tx.status is not TransactionStatus.ABORTING:
