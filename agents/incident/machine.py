@@ -718,8 +718,12 @@ class IncidentMachine:
                 # Never closed while an alert that opened it fires (or cannot be read): a
                 # still-firing alert must land in an open incident, not a closed one. It
                 # stays RESOLVED (open) and a later advance closes it once the alert stops.
-                still = "the alerts cannot be read" if firing is None else ", ".join(firing)
-                self._note_once(incident, f"Not closing yet: {still} still firing")
+                still = (
+                    "the alerts that opened it cannot be read"
+                    if firing is None
+                    else f"{', '.join(firing)} still firing"
+                )
+                self._note_once(incident, f"Not closing yet: {still}")
                 with self._running_lock:
                     self._waiting.add(incident.id)
                 return

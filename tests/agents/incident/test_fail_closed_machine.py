@@ -180,3 +180,39 @@ def test_a_rollback_that_cannot_restore_holds_the_incident_open_until_it_can(
     )
     ended = blind.lab.run_until_ended()
     assert ended.id == incident_id
+
+
+class NeverApprove(OutageOnApproval):
+    def __init__(self) -> None:
+        super().__init__(start_in_s=0)
+
+    def __call__(self, plan: Plan) -> Sequence[object]:
+        return ()
+
+
+def test_an_incident_is_not_closed_while_an_alert_that_opened_it_fires_or_is_unknown(
+    make_blind: object,
+) -> None:
+    blind = make_blind(NeverApprove())  # type: ignore[operator]
+    fault("wrong-target-port").inject(blind.lab.world, app=HOTEL)
+    incident_id = step_until(blind, IncidentState.AWAITING_APPROVAL)
+    machine = blind.lab.brain.machine
+    opened = {r.alertname for r in blind.lab.store.incidents.alerts(incident_id)}
+    # Whatever path led here, RESOLVED is not CLOSED while the evidence says otherwise.
+    incident = machine.incident(incident_id)
+    resolved = machine.move(incident, IncidentState.RESOLVED, "resolved (test)")
+    assert resolved is not None
+
+    blind.metrics.down_for(0)
+    step = machine.advance(incident_id)
+    assert step.after is IncidentState.RESOLVED and step.waiting
+    assert blind.lab.timeline(incident_id)[-1][1] == (
+        "Not closing yet: the alerts that opened it cannot be read"
+    )
+
+    blind.metrics.end()
+    firing = machine.opening_alerts_firing(machine.incident(incident_id))
+    assert firing and set(firing) <= opened
+    assert machine.drive(incident_id) is IncidentState.RESOLVED
+    assert blind.lab.timeline(incident_id)[-1][1].endswith("still firing")
+    assert machine.incident(incident_id).state.is_open
