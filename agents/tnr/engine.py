@@ -522,7 +522,13 @@ class TransactionEngine:
         **detail: object,
     ) -> None:
         self._ledger.set_status(
-            run.tx.id, status, mu_after=mu_after, reason=reason, ended_at=self._clock.now()
+            run.tx.id,
+            status,
+            mu_after=mu_after,
+            reason=reason,
+            ended_at=self._clock.now(),
+            # Held: whatever μ an earlier step recorded no longer says how the scope is.
+            mu_after_unknown=mu_after is None and status is TransactionStatus.HELD,
         )
         self._audit(verb, run, {"reason": reason, "mu_after": mu_after, **detail})
 

@@ -170,10 +170,13 @@ class Undoer:
                 )
             self._checkpoint("undo")
         after = self._engine.measure(tx.scope)
+        # An incomplete figure is a lower bound: recorded as unknown, never as a μ.
+        mu_after = after.mu if after.complete else None
         self._ledger.set_status(
             tx.id,
             TransactionStatus.UNDONE,
-            mu_after=after.mu,
+            mu_after=mu_after,
+            mu_after_unknown=mu_after is None,
             reason=f"undone by {actor}",
             ended_at=clock_now(),
         )
@@ -184,7 +187,12 @@ class Undoer:
             at=clock_now(),
             transaction_id=tx.id,
             incident_id=tx.incident_id,
-            detail={"restored": restored, "overwritten": overwritten, "mu": after.mu},
+            detail={
+                "restored": restored,
+                "overwritten": overwritten,
+                "mu": mu_after,
+                "unknown": list(after.unknown),
+            },
         )
         if emit is not None:
             emit(
@@ -194,16 +202,19 @@ class Undoer:
                     message="Undone",
                     done=restored,
                     total=len(entries),
-                    mu=after.mu,
+                    mu=mu_after,
                 )
             )
+        unknown = (
+            "" if after.complete else f"; μ now unknown (cannot measure {after.unknown_text()})"
+        )
         return UndoResult(
             transaction_id=tx.id,
             status=UndoStatus.UNDONE,
-            message=f"restored {restored} object(s)",
+            message=f"restored {restored} object(s){unknown}",
             restored=restored,
             overwritten=overwritten,
-            mu_after=after.mu,
+            mu_after=mu_after,
         )
 
     def _finish_held(self, tx: TransactionRecord, *, actor: str) -> UndoResult:

@@ -171,3 +171,23 @@ def test_settle_counts_an_unreadable_workload_as_not_converged(rig: Rig) -> None
     finally:
         lock.release()
     assert not settled.converged and settled.pending == ("frontend",)
+
+
+def test_undo_while_the_api_is_down_fails_and_loses_no_entry(rig: Rig) -> None:
+    engine, api, metrics = blind_engine(rig, replace(SHORT, deadline_s=600))
+    outcome = engine.run(scale_frontend())
+    assert outcome.kind is OutcomeKind.COMMITTED, outcome.reason
+    api.down_for(0)
+    failed = Undoer(engine).undo(outcome.transaction_id, actor="U0ALICE")
+    assert failed.status is UndoStatus.FAILED
+    assert rig.ledger.transaction(outcome.transaction_id).status is TransactionStatus.COMMITTED
+    assert [e.state for e in rig.ledger.stack(outcome.transaction_id)] == [UndoState.APPLIED]
+    api.end()
+
+    metrics.down_for(0)  # the restore works; only the figure after it is unknown
+    done = Undoer(engine).undo(outcome.transaction_id, actor="U0ALICE")
+    assert done.status is UndoStatus.UNDONE
+    assert done.mu_after is None and "μ now unknown (cannot measure metrics: alerts" in done.message
+    tx = rig.ledger.transaction(outcome.transaction_id)
+    assert tx.status is TransactionStatus.UNDONE and tx.mu_after is None
+    assert replicas(rig) == 2
