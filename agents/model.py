@@ -330,6 +330,9 @@ class IncidentState(StrEnum):
     VALIDATING = "validating"
     COMMITTED = "committed"
     ABORTING = "aborting"
+    #: A rollback could not be finished or its result could not be measured: open, visible,
+    #: never "healthy"; each advance (or the Undo button) tries to finish the restore.
+    HELD = "held"
     RESOLVED = "resolved"
     ESCALATED = "escalated"
     CLOSED = "closed"
@@ -549,6 +552,9 @@ class TransactionStatus(StrEnum):
     ESCALATED = "escalated"  # restore did not bring μ back: a human must look
     UNDOING = "undoing"  # committed; a person asked for undo and it is under way
     UNDONE = "undone"  # committed, later undone by a person
+    #: The abort could not restore every entry, or could not measure the result: the entries
+    #: not restored stay PENDING/APPLIED; Undo (or the incident's next advance) finishes it.
+    HELD = "held"
 
 
 class UndoState(StrEnum):
@@ -563,6 +569,10 @@ class OutcomeKind(StrEnum):
     ABORTED = "aborted"
     ESCALATED = "escalated"
     REFUSED = "refused"  # not admitted: nothing was written
+    #: μ_before could not be measured: no transaction was opened, nothing was written; the
+    #: plan is tried again later (not a failed attempt).
+    NOT_STARTED = "not_started"
+    HELD = "held"  # aborted, but the restore is unfinished or its result unmeasured
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

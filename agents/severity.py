@@ -11,17 +11,22 @@
 Every term is a small integer count times a weight. That is deliberate: the engine compares
 μ before and after a transaction, and a sum of discrete terms does not flip on measurement
 noise the way a raw ratio would. μ = 0 is healthy.
+
+A measurement is complete or it is unknown (DESIGN section 3, rule 8). A source that does not
+answer contributes nothing to μ, so μ is then only a lower bound: `unknown` names what could
+not be read ("cluster: workloads", "metrics: golden signals", "metrics: alerts"), and such a
+measurement is never `healthy`, whatever μ says.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from agents.errors import ClusterError, MetricsError
-from agents.model import Scope
+from agents.model import Alert, Scope
 from agents.ports import ClusterReader, MetricsSource
 
 logger = logging.getLogger(__name__)
@@ -44,6 +49,12 @@ class Slo:
     min_request_rate: float = 0.05  # below this a service's ratios are not meaningful
 
 
+#: What a measurement names in `Severity.unknown` when a source did not answer.
+UNKNOWN_WORKLOADS = "cluster: workloads"
+UNKNOWN_PODS = "cluster: pods"
+UNKNOWN_SIGNALS = "metrics: golden signals"
+UNKNOWN_ALERTS = "metrics: alerts"
+
 #: Error-ratio tiers above the SLO: a violation counts once per threshold crossed.
 ERROR_TIERS = (0.25, 0.5, 0.9)
 LATENCY_TIERS = (2.0, 5.0)  # multiples of the latency SLO
@@ -59,7 +70,8 @@ class Severity:
     capacity: float = 0.0
     findings: tuple[str, ...] = ()  # human lines: "geo: error ratio 83% (SLO 5%)"
     per_service: Mapping[str, float] = field(default_factory=dict)
-    partial: bool = False  # a source failed; the figure is a lower bound
+    #: What could not be read; non-empty means μ is only a lower bound (never healthy).
+    unknown: tuple[str, ...] = ()
     #: Services with any trouble now: an SLO or capacity finding, or a firing alert.
     trouble: frozenset[str] = frozenset()
 
@@ -70,8 +82,21 @@ class Severity:
         return frozenset(self.per_service)
 
     @property
+    def complete(self) -> bool:
+        """Every source answered: μ is a measurement, not a lower bound."""
+        return not self.unknown
+
+    @property
+    def partial(self) -> bool:
+        """A source failed; the figure is a lower bound (the old name of `not complete`)."""
+        return bool(self.unknown)
+
+    @property
     def healthy(self) -> bool:
-        return self.mu <= 0.0
+        return self.complete and self.mu <= 0.0
+
+    def unknown_text(self) -> str:
+        return ", ".join(self.unknown) or "nothing"
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -82,6 +107,8 @@ class Severity:
             "findings": list(self.findings),
             "per_service": dict(self.per_service),
             "partial": self.partial,
+            "complete": self.complete,
+            "unknown": list(self.unknown),
         }
 
 
@@ -135,28 +162,35 @@ class SeverityMeter:
         w = self._weights
         findings: list[str] = []
         per_service: dict[str, float] = {}
-        partial = False
+        unknown: list[str] = []
         alerts = slo_term = capacity = 0.0
         troubled: set[str] = set()
 
         if self._metrics is not None:
             try:
-                for alert in self._metrics.firing_alerts(scope.namespace):
-                    if alert.service:
-                        troubled.add(alert.service)
-                    if alerts_since is not None and (
-                        alert.starts_at < alerts_since or alert.service in known_trouble
-                    ):
-                        continue
-                    weight = w.alert_critical if alert.severity == "critical" else w.alert_warning
-                    alerts += weight
-                    findings.append(f"alert {alert.name} firing ({alert.service or 'namespace'})")
+                firing: Sequence[Alert] = self._metrics.firing_alerts(scope.namespace)
+            except MetricsError as e:
+                logger.warning("severity of %s without alerts: %s", scope.key, e)
+                unknown.append(UNKNOWN_ALERTS)
+                firing = ()
+            for alert in firing:
+                if alert.service:
+                    troubled.add(alert.service)
+                if alerts_since is not None and (
+                    alert.starts_at < alerts_since or alert.service in known_trouble
+                ):
+                    continue
+                weight = w.alert_critical if alert.severity == "critical" else w.alert_warning
+                alerts += weight
+                findings.append(f"alert {alert.name} firing ({alert.service or 'namespace'})")
+            try:
                 signals = self._metrics.golden_signals(
                     scope.namespace, window_s=window_s or self._window_s
                 )
             except MetricsError as e:
-                logger.warning("severity of %s without metrics: %s", scope.key, e)
-                partial, signals = True, {}
+                logger.warning("severity of %s without golden signals: %s", scope.key, e)
+                unknown.append(UNKNOWN_SIGNALS)
+                signals = {}
             for name, s in sorted(signals.items()):
                 if s.request_rate < self._slo.min_request_rate:
                     continue
@@ -177,22 +211,32 @@ class SeverityMeter:
                     slo_term += score
 
         try:
-            for wl in self._reader.workloads(scope.namespace):
-                lost = wl.lost_replicas
-                if lost:
-                    capacity += lost * w.lost_replica
-                    per_service[wl.name] = per_service.get(wl.name, 0.0) + lost * w.lost_replica
-                    findings.append(
-                        f"{wl.name}: {wl.available_replicas}/{wl.replicas} available, "
-                        f"{wl.updated_replicas}/{wl.replicas} updated"
-                    )
-            pending = [p for p in self._reader.pods(scope.namespace) if p.unschedulable_message]
-            if pending:
-                capacity += len(pending) * w.unschedulable_pod
-                findings.append(f"{len(pending)} pod(s) cannot be scheduled")
+            workloads = self._reader.workloads(scope.namespace)
         except ClusterError as e:
-            logger.warning("severity of %s without cluster state: %s", scope.key, e)
-            partial = True
+            logger.warning("severity of %s without workloads: %s", scope.key, e)
+            unknown.append(UNKNOWN_WORKLOADS)
+            workloads = ()
+        for wl in workloads:
+            lost = wl.lost_replicas
+            if lost:
+                capacity += lost * w.lost_replica
+                per_service[wl.name] = per_service.get(wl.name, 0.0) + lost * w.lost_replica
+                findings.append(
+                    f"{wl.name}: {wl.available_replicas}/{wl.replicas} available, "
+                    f"{wl.updated_replicas}/{wl.replicas} updated"
+                )
+        try:
+            # A cluster that did not answer for workloads is not asked again (each call can
+            # block up to its deadline): the measurement is incomplete already.
+            pods = () if UNKNOWN_WORKLOADS in unknown else self._reader.pods(scope.namespace)
+            pending = [p for p in pods if p.unschedulable_message]
+        except ClusterError as e:
+            logger.warning("severity of %s without pods: %s", scope.key, e)
+            unknown.append(UNKNOWN_PODS)
+            pending = []
+        if pending:
+            capacity += len(pending) * w.unschedulable_pod
+            findings.append(f"{len(pending)} pod(s) cannot be scheduled")
 
         return Severity(
             trouble=frozenset(troubled | set(per_service)),
@@ -202,5 +246,16 @@ class SeverityMeter:
             capacity=capacity,
             findings=tuple(findings),
             per_service=per_service,
-            partial=partial,
+            unknown=tuple(unknown),
         )
+
+    def firing_alerts(self, namespace: str) -> tuple[Alert, ...] | None:
+        """The alerts firing in `namespace` now; None when they cannot be read (unknown is
+        not "none"). Without a metrics source there is nothing to ask: ()."""
+        if self._metrics is None:
+            return ()
+        try:
+            return tuple(self._metrics.firing_alerts(namespace))
+        except MetricsError as e:
+            logger.warning("cannot read the alerts of %s: %s", namespace, e)
+            return None

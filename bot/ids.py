@@ -45,5 +45,6 @@ class MessageKind(StrEnum):
     OUTCOME = "outcome"  # ref: transaction id; committed (Undo) / aborted / escalated
     UNDO = "undo"  # ref: transaction id; the result of an undo
     ESCALATION = "escalation"  # ref: timeline event id
+    WAITING = "waiting"  # ref: timeline event id; a transaction not started (cannot measure)
     ALERTS = "alerts"  # ref: incident id + instant; alerts joined or resolved
     CLOSED = "closed"  # ref: incident id

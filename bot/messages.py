@@ -45,6 +45,7 @@ from bot.render import (
     render_summary,
     render_transaction,
     render_undo_done,
+    render_waiting,
 )
 from storage import Store
 from storage.tables import PlanRow, TimelineEventRow
@@ -59,6 +60,7 @@ _FINISHED = frozenset(
         TransactionStatus.ESCALATED,
         TransactionStatus.UNDOING,
         TransactionStatus.UNDONE,
+        TransactionStatus.HELD,
     }
 )
 
@@ -228,6 +230,19 @@ class IncidentMessages:
                         )
                     )
         for event in store.incidents.timeline(incident.id):
+            waiting_for = (event.data or {}).get("not_started")
+            if waiting_for and waiting_for in plans:
+                out.append(
+                    Wanted(
+                        kind=MessageKind.WAITING,
+                        ref=str(event.id),
+                        at=event.at,
+                        message=render_waiting(
+                            incident, plans[waiting_for], str(event.data.get("reason", ""))
+                        ),
+                        updatable=False,
+                    )
+                )
             if event.state == IncidentState.ESCALATED.value and "runbook" in (event.data or {}):
                 out.append(
                     Wanted(

@@ -10,7 +10,13 @@ from any persisted state).
     DETECTED → DIAGNOSING → DIAGNOSED → PLANNING → AWAITING_APPROVAL → EXECUTING → VALIDATING
       → COMMITTED → RESOLVED | PLANNING (better, not healthy: next attempt)
       | ABORTING → PLANNING (attempt + 1) | ESCALATED
+      | HELD (the rollback could not finish or be measured) → PLANNING | ESCALATED
     RESOLVED / ESCALATED → CLOSED
+
+Fail closed (DESIGN section 3, rule 8): a transaction that could not measure μ_before did not
+start — the incident stays EXECUTING and the plan is tried again on a later advance, without
+spending an attempt; a HELD rollback is retried on each advance; and an incident resolves and
+closes only on a complete measurement, never while an alert that opened it still fires.
 """
 
 from __future__ import annotations
@@ -59,9 +65,11 @@ from agents.tnr import (
     Undoer,
     recover,
 )
+from agents.tnr.engine import HELD_MARK
 from agents.tnr.ledger import StorageLedger
 from agents.tnr.records import TransactionRecord
 from storage import Store
+from storage.tables import TimelineEventRow
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +85,7 @@ _OUTCOME_OF_STATUS = {
     TransactionStatus.UNDONE: OutcomeKind.COMMITTED,
     TransactionStatus.ABORTED: OutcomeKind.ABORTED,
     TransactionStatus.ESCALATED: OutcomeKind.ESCALATED,
+    TransactionStatus.HELD: OutcomeKind.HELD,
 }
 
 
@@ -91,6 +100,8 @@ class Advance:
     incident_id: IncidentId
     before: IncidentState
     after: IncidentState
+    #: Nothing to do until later (e.g. the cluster cannot be measured yet): stop driving.
+    waiting: bool = False
 
     @property
     def moved(self) -> bool:
@@ -121,6 +132,9 @@ class IncidentMachine:
         self.notifier = notifier
         self._ledger = StorageLedger(store)
         self._running: set[str] = set()
+        #: Incidents whose last advance found nothing to do until later (guarded by
+        #: `_running_lock`); `drive` stops on them instead of spinning.
+        self._waiting: set[str] = set()
         self._running_lock = threading.Lock()
         self._new_id = id_factory or (lambda: uuid.uuid4().hex[:10])
 
@@ -220,13 +234,18 @@ class IncidentMachine:
             S.VALIDATING: self._executing,
             S.ABORTING: self._executing,
             S.COMMITTED: self._committed,
+            S.HELD: self._held,
             S.RESOLVED: self._close,
             S.ESCALATED: self._close,
             S.CLOSED: _nothing,
         }[incident.state]
+        with self._running_lock:
+            self._waiting.discard(incident.id)
         handler(incident)
         after = self.incident(incident_id).state
-        return Advance(incident_id=incident.id, before=incident.state, after=after)
+        with self._running_lock:
+            waiting = incident.id in self._waiting
+        return Advance(incident_id=incident.id, before=incident.state, after=after, waiting=waiting)
 
     def drive(self, incident_id: str, *, max_steps: int = 64) -> IncidentState:
         """Advance until the incident waits for a person or is closed."""
@@ -236,6 +255,8 @@ class IncidentMachine:
                 return state
             step = self.advance(incident_id)
             state = step.after
+            if step.waiting:
+                return state
             if not step.moved and state not in (S.EXECUTING, S.VALIDATING, S.ABORTING):
                 return state
         return state
@@ -481,6 +502,9 @@ class IncidentMachine:
             plan_id=plan.id,
         )
         outcome = self.engine.run(request, on_progress=self._progress(incident.id, plan))
+        if outcome.kind is OutcomeKind.NOT_STARTED:
+            self._not_started(incident, plan, outcome)
+            return
         if outcome.kind is OutcomeKind.REFUSED:
             self.store.plans.set_status(
                 plan.id,
@@ -499,6 +523,30 @@ class IncidentMachine:
             return
         tx = self._ledger.transaction(outcome.transaction_id)
         self._finished(self.incident(incident.id), plan, tx)
+
+    def _not_started(self, incident: Incident, plan: Plan, outcome: Outcome) -> None:
+        """μ_before could not be measured: nothing was written and no attempt was spent. The
+        plan stays EXECUTED with no transaction, so a later advance runs it again; the
+        timeline says why (once per blind spell, not on every retry)."""
+        with self._running_lock:
+            self._waiting.add(incident.id)
+        timeline = self.store.incidents.timeline(incident.id)
+        last = timeline[-1] if timeline else None
+        if last is not None and (last.data or {}).get("not_started") == plan.id:
+            return
+        self.store.incidents.add_event(
+            TimelineEventRow(
+                incident_id=incident.id,
+                at=self.clock.now(),
+                state=incident.state.value,
+                kind="note",
+                message=f"Waiting: {outcome.reason}; nothing was written, trying again later",
+                data={"not_started": plan.id, "reason": outcome.reason},
+            )
+        )
+        self.notifier.notify(
+            TransactionFinished(incident=self.incident(incident.id), plan=plan, outcome=outcome)
+        )
 
     def baseline(self, incident: Incident) -> float:
         """The μ0 no transaction may end above: the scope's severity as Stratus found it, i.e.
@@ -541,6 +589,10 @@ class IncidentMachine:
             after = self.move(
                 incident, S.COMMITTED, f"Committed {tx.id}: {tx.reason}", data=data, mu=tx.mu_after
             )
+        elif kind is OutcomeKind.HELD:
+            after = self.move(
+                incident, S.HELD, f"Held {tx.id}: {_held_part(tx.reason)}", data=data, mu=None
+            )
         elif kind is OutcomeKind.ABORTED:
             after = self.move(
                 incident,
@@ -571,15 +623,99 @@ class IncidentMachine:
             t for t in self.transactions(incident.id) if t.status is TransactionStatus.COMMITTED
         ]
         last = committed[-1] if committed else None
-        if last is not None and last.mu_after is not None and last.mu_after <= 0:
-            self.move(incident, S.RESOLVED, "Healthy after the transaction", mu=last.mu_after)
-        else:
+        if last is None or not _healthy_on_record(last):
             self.move(
                 incident,
                 S.PLANNING,
                 "Better but not healthy: planning the next attempt",
                 attempt=incident.attempt + 1,
             )
+            return
+        # Healthy by the sustain window, which counts only alerts that started after the
+        # transaction began. The alerts that opened the incident must have stopped too.
+        firing = self.opening_alerts_firing(incident)
+        if firing == ():
+            self.move(incident, S.RESOLVED, "Healthy after the transaction", mu=last.mu_after)
+            return
+        ended = last.ended_at or last.started_at
+        if self.clock.now() - ended < timedelta(seconds=self.engine.limits.deadline_s):
+            # Alert rules lag behind a fix: wait (within Δ) for them to stop.
+            with self._running_lock:
+                self._waiting.add(incident.id)
+            return
+        still = "cannot read the alerts" if firing is None else f"{', '.join(firing)} still firing"
+        self.move(
+            incident,
+            S.PLANNING,
+            f"Committed {last.id} measured healthy, but {still}: planning the next attempt",
+            attempt=incident.attempt + 1,
+        )
+
+    def opening_alerts_firing(self, incident: Incident) -> tuple[str, ...] | None:
+        """Names of the alerts that opened `incident` and still fire; None when that cannot
+        be read (which is not "none"). The metrics source answers; without one there is
+        nothing live to ask (the stored rows of scan alerts are not resolved across a restart,
+        so they cannot say), and the complete cluster measurement stands alone: ()."""
+        opened = [alert_from_row(r) for r in self.store.incidents.alerts(incident.id)]
+        if not opened:
+            return ()
+        live = self.engine.meter.firing_alerts(incident.scope.namespace)
+        if live is None:
+            return None
+        now_firing = {a.fingerprint for a in live} | {(a.name, a.service) for a in live}
+        return tuple(
+            sorted(
+                {
+                    a.name
+                    for a in opened
+                    if a.fingerprint in now_firing or (a.name, a.service) in now_firing
+                }
+            )
+        )
+
+    def _note_once(self, incident: Incident, message: str) -> None:
+        """A timeline note that is not a state change, not repeated on every retry."""
+        timeline = self.store.incidents.timeline(incident.id)
+        if timeline and timeline[-1].message == message:
+            return
+        self.store.incidents.add_event(
+            TimelineEventRow(
+                incident_id=incident.id,
+                at=self.clock.now(),
+                state=incident.state.value,
+                kind="note",
+                message=message,
+                data={},
+            )
+        )
+
+    def _held(self, incident: Incident) -> None:
+        """A rollback that could not finish (or be measured): try to finish it now, under
+        the writer lock; go on as an abort would once it is done and measured."""
+        txs = self.transactions(incident.id)
+        held = [t for t in txs if t.status is TransactionStatus.HELD]
+        if held:
+            tx = held[-1]
+            if self._ledger.lease_holder(tx.scope) is not None:
+                return  # someone (an Undo press, another worker) is on it
+            result = self.undoer.undo(tx.id, actor="stratus")
+            tx = self._ledger.transaction(tx.id)
+            if tx.status is TransactionStatus.HELD:
+                logger.info("incident %s still held: %s", incident.id, result.message)
+                with self._running_lock:
+                    self._waiting.add(incident.id)
+                return
+        else:
+            finished = [t for t in txs if t.status in _OUTCOME_OF_STATUS]
+            if not finished:
+                self.move(incident, S.PLANNING, "Nothing held any more; planning again")
+                return
+            tx = finished[-1]  # finished by the Undo button
+        plan = self.plan(tx.plan_id) if tx.plan_id else self.current_plan(incident.id)
+        if plan is None:
+            self.move(incident, S.PLANNING, f"Rollback of {tx.id} finished; planning again")
+            return
+        self._finished(incident, plan, tx)
 
     def _escalate(self, incident: Incident, escalation: Escalation) -> Incident | None:
         after = self.move(
@@ -593,6 +729,21 @@ class IncidentMachine:
         return after
 
     def _close(self, incident: Incident) -> None:
+        if incident.state is S.RESOLVED:
+            firing = self.opening_alerts_firing(incident)
+            if firing != ():
+                # Never closed while an alert that opened it fires (or cannot be read): a
+                # still-firing alert must land in an open incident, not a closed one. It
+                # stays RESOLVED (open) and a later advance closes it once the alert stops.
+                still = (
+                    "the alerts that opened it cannot be read"
+                    if firing is None
+                    else f"{', '.join(firing)} still firing"
+                )
+                self._note_once(incident, f"Not closing yet: {still}")
+                with self._running_lock:
+                    self._waiting.add(incident.id)
+                return
         diagnosis = self.diagnosis(incident.id)
         committed = [
             plan_id
@@ -623,6 +774,23 @@ class IncidentMachine:
         )
         if closed:
             self.notifier.notify(Closed(incident=self.incident(incident.id), summary=summary))
+
+
+def _healthy_on_record(tx: TransactionRecord) -> bool:
+    """Healthy by a complete validation figure (older records have no `complete`: their
+    verdict could not commit on an incomplete one either, so absent means complete)."""
+    if tx.mu_after is None or tx.mu_after > 0:
+        return False
+    severity = tx.validation.get("severity")
+    complete = tx.validation.get("complete", True)
+    if isinstance(severity, dict) and severity.get("complete") is False:
+        return False
+    return complete is not False
+
+
+def _held_part(reason: str | None) -> str:
+    text = reason or "held"
+    return text.split(HELD_MARK, 1)[1] if HELD_MARK in text else text
 
 
 def _nothing(_incident: Incident) -> None:

@@ -6,6 +6,12 @@ holding the snapshot, check the fencing token, write, record the resourceVersion
 Then validate (settle, sustain) and commit iff μ_after ≤ μ_before ≤ μ0; otherwise pop the undo
 stack LIFO and re-measure — if μ is not back to ≤ μ_before, escalate at once.
 
+Fail closed (rule 8): no transaction opens without a complete μ_before (`NOT_STARTED`: nothing
+written, try again later); none commits on a figure that was not completely measured; and an
+abort that cannot restore every entry, or cannot measure the result, ends HELD — the entries
+not restored stay on the stack, and `resume_abort` (Undo, or the incident's next advance)
+finishes the job. HELD is never "healthy".
+
 The engine is the only code that writes to a cluster. Every step is an audit record.
 `checkpoint(name)` is called at each point of the write path where a crash would leave
 distinct state behind; the crash harness kills the process there, production passes nothing.
@@ -52,6 +58,21 @@ Checkpoint = Callable[[str], None]
 
 _WRITE_RETRIES = 3
 
+#: Separates why a transaction aborted from why its abort is held, in the stored reason (so a
+#: retry of the restore keeps the first part and states the new second part).
+HELD_MARK = " — held: "
+#: The validation key holding the services in trouble when the transaction began.
+TROUBLE_BEFORE = "trouble_before"
+
+
+def _trouble_before(tx: TransactionRecord) -> frozenset[str] | None:
+    """What was in trouble when `tx` began, if on record (older records: None, and today's
+    trouble stands in)."""
+    names = tx.validation.get(TROUBLE_BEFORE)
+    if not isinstance(names, list):
+        return None
+    return frozenset(str(n) for n in names)
+
 
 class Step(StrEnum):
     LOCKED = "locked"
@@ -64,6 +85,7 @@ class Step(StrEnum):
     RESTORE = "restore"
     ABORTED = "aborted"
     ESCALATED = "escalated"
+    HELD = "held"
     UNDO = "undo"
     UNDONE = "undone"
 
@@ -121,9 +143,23 @@ class DryRunFailed(ClusterError):
         self.error = error
 
 
-def verdict(*, mu_before: float, mu_after: float, mu0: float, require_progress: bool) -> Verdict:
+def verdict(
+    *,
+    mu_before: float,
+    mu_after: float,
+    mu0: float,
+    require_progress: bool,
+    unknown: Sequence[str] = (),
+) -> Verdict:
     """Commit iff μ_after ≤ μ_before and μ_after ≤ μ0 (rule 5); with `require_progress`, an
-    unhealthy scope must also be strictly better than before."""
+    unhealthy scope must also be strictly better than before. `unknown`: what the sustain
+    window could not measure; anything there refuses the commit (rule 8), whatever μ says."""
+    if unknown:
+        return Verdict(
+            commit=False,
+            healthy=False,
+            reason=f"sustain window not wholly measured: {', '.join(unknown)}",
+        )
     healthy = mu_after <= 0.0
     if mu_after > mu_before:
         return Verdict(
@@ -315,6 +351,9 @@ class TransactionEngine:
                 window_s=max(1, int(self.limits.before_window_s)),
             )
             found = self._meter.measure(request.scope)
+            unknown = tuple(dict.fromkeys((*before.unknown, *found.unknown)))
+            if unknown:
+                return self._not_started(request, unknown)
             tx = self._ledger.open_transaction(
                 scope=request.scope,
                 incident_id=request.incident_id,
@@ -335,6 +374,11 @@ class TransactionEngine:
                 emit=on_progress or _silent,
                 trouble=found.trouble | before.trouble,
             )
+            # On record, so that a rollback finished later (recovery, a held one) judges
+            # "new trouble" against the start, not against whatever the write did since.
+            self._ledger.set_status(
+                tx.id, TransactionStatus.OPEN, validation={TROUBLE_BEFORE: sorted(run.trouble)}
+            )
             self._audit(
                 "lock",
                 run,
@@ -347,6 +391,27 @@ class TransactionEngine:
             raise
         finally:
             lock.release()
+
+    def _not_started(self, request: TransactionRequest, unknown: tuple[str, ...]) -> Outcome:
+        """μ_before is unknown: open nothing, write nothing, say what could not be read."""
+        reason = f"not started: cannot measure {', '.join(unknown)}"
+        self._ledger.audit(
+            "not_started",
+            actor=request.actor,
+            scope=request.scope,
+            at=self._clock.now(),
+            incident_id=request.incident_id,
+            detail={"reason": reason, "unknown": list(unknown)},
+        )
+        logger.warning("transaction on %s %s", request.scope.key, reason)
+        return Outcome(
+            transaction_id=TransactionId(""),
+            kind=OutcomeKind.NOT_STARTED,
+            mu_before=request.mu0,
+            mu_after=None,
+            healthy=False,
+            reason=reason,
+        )
 
     def _outcome(
         self,
@@ -414,6 +479,7 @@ class TransactionEngine:
             mu_after=after.mu,
             mu0=run.request.mu0,
             require_progress=self.limits.require_progress,
+            unknown=after.unknown,
         )
         figures: JsonObject = {
             "passed": decision.commit,
@@ -421,6 +487,9 @@ class TransactionEngine:
             "mu_before": run.mu_before,
             "mu_after": after.mu,
             "mu0": run.request.mu0,
+            TROUBLE_BEFORE: sorted(run.trouble),
+            "complete": after.complete,
+            "unknown": list(after.unknown),
             "settled": settled.converged,
             "settle_s": settled.waited_s,
             "pending": list(settled.pending),
@@ -433,6 +502,9 @@ class TransactionEngine:
         self._audit("validate", run, figures)
         if decision.commit or not self.options.rollback:
             self._checkpoint("commit")
+            # A writer whose lease lapsed while it measured must not record a commit that
+            # recovery may already be rolling back: LockLost leaves the decision to recovery.
+            run.lock.fence()
             self._finish(
                 run,
                 TransactionStatus.COMMITTED,
@@ -456,7 +528,13 @@ class TransactionEngine:
         **detail: object,
     ) -> None:
         self._ledger.set_status(
-            run.tx.id, status, mu_after=mu_after, reason=reason, ended_at=self._clock.now()
+            run.tx.id,
+            status,
+            mu_after=mu_after,
+            reason=reason,
+            ended_at=self._clock.now(),
+            # Held: whatever μ an earlier step recorded no longer says how the scope is.
+            mu_after_unknown=mu_after is None and status is TransactionStatus.HELD,
         )
         self._audit(verb, run, {"reason": reason, "mu_after": mu_after, **detail})
 
@@ -542,15 +620,31 @@ class TransactionEngine:
         return self._finish_abort(run, reason=reason, mu_after=mu_after)
 
     def _finish_abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
-        """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6)."""
+        """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6). Where a
+        restore fails or the result cannot be measured, hold (rule 8)."""
         restored = 0
         targets: list[ObjectRef] = []
-        for entry in self._ledger.stack(run.tx.id):
-            if entry.state not in (UndoState.PENDING, UndoState.APPLIED):
-                continue
-            result = self.restorer.restore(
-                entry, run.lock, scope=run.request.scope, actor=run.request.actor
-            )
+        entries = [
+            e
+            for e in self._ledger.stack(run.tx.id)
+            if e.state in (UndoState.PENDING, UndoState.APPLIED)
+        ]
+        for index, entry in enumerate(entries):
+            try:
+                result = self.restorer.restore(
+                    entry, run.lock, scope=run.request.scope, actor=run.request.actor
+                )
+            except ClusterError as e:
+                # LIFO: an earlier entry is not restored over a later one left in place.
+                left = len(entries) - index
+                return self._hold(
+                    run,
+                    reason=reason,
+                    why=f"cannot restore {entry.target} ({e}); {left} of {len(entries)} "
+                    "change(s) not restored",
+                    restored=restored,
+                    after=None,
+                )
             restored += 1
             targets.append(entry.target)
             run.say(Step.RESTORE, f"Restored {entry.target}: {result.note}", done=restored)
@@ -564,6 +658,15 @@ class TransactionEngine:
             )
         except DeadlineExceeded:
             after = self._meter.measure(run.request.scope)
+        if not after.complete:
+            return self._hold(
+                run,
+                reason=reason,
+                why=f"restored {restored} of {len(entries)} change(s), but cannot measure "
+                f"{after.unknown_text()}: μ after the rollback is unknown",
+                restored=restored,
+                after=after,
+            )
         # Back means the rollback undid what the transaction did. μ may still be above
         # μ_before because the fault itself keeps spreading (caches expire, retries pile up):
         # that is not ours as long as every service in trouble now was in trouble before.
@@ -596,6 +699,26 @@ class TransactionEngine:
         outcome = self._outcome(run, kind, final, mu_after=figure, restored=restored)
         return replace(outcome, healthy=after.healthy)
 
+    def _hold(
+        self, run: _Run, *, reason: str, why: str, restored: int, after: Severity | None
+    ) -> Outcome:
+        """The rollback is unfinished or unmeasured: leave what was not restored on the
+        stack, say exactly what is unknown, and never call it healthy."""
+        final = f"{reason}{HELD_MARK}{why}. Undo will finish the restore."
+        mu_after = after.mu if after is not None and after.complete else None
+        self._finish(
+            run,
+            TransactionStatus.HELD,
+            "held",
+            reason=final,
+            mu_after=mu_after,
+            restored=restored,
+            severity=after.as_dict() if after is not None else None,
+        )
+        run.say(Step.HELD, f"Held: {why}", mu=mu_after, done=restored)
+        logger.warning("transaction %s held: %s", run.tx.id, why)
+        return self._outcome(run, OutcomeKind.HELD, final, mu_after=mu_after, restored=restored)
+
     def resume_abort(
         self, tx: TransactionRecord, lock: WriterLock, *, actor: str, why: str | None = None
     ) -> Outcome:
@@ -609,6 +732,7 @@ class TransactionEngine:
             incident_id=tx.incident_id,
             plan_id=tx.plan_id,
         )
+        recorded = _trouble_before(tx)
         run = _Run(
             tx=tx,
             lock=lock,
@@ -616,10 +740,9 @@ class TransactionEngine:
             mu_before=tx.mu_before,
             deadline=self._clock.monotonic() + self.limits.deadline_s,
             emit=_silent,
-            # What was in trouble at the start is not on record: today's trouble stands in.
-            trouble=self._meter.measure(tx.scope).trouble,
+            trouble=recorded if recorded is not None else self._meter.measure(tx.scope).trouble,
         )
-        reason = tx.reason or f"interrupted: {why or 'its writer stopped'}"
+        reason = (tx.reason or f"interrupted: {why or 'its writer stopped'}").split(HELD_MARK)[0]
         if tx.status is not TransactionStatus.ABORTING:
             self._ledger.set_status(
                 tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token

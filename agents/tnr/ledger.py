@@ -128,6 +128,7 @@ class StorageLedger:
         validation: dict[str, Any] | None = None,
         ended_at: datetime | None = None,
         fencing_token: int | None = None,
+        mu_after_unknown: bool = False,
     ) -> None:
         if fencing_token is not None:
             self._store.transactions.set_figures(transaction_id, fencing_token=fencing_token)
@@ -138,6 +139,7 @@ class StorageLedger:
             reason=reason,
             validation=validation,
             ended_at=ended_at,
+            mu_after_unknown=mu_after_unknown,
         )
 
     def interrupted(self) -> Sequence[TransactionRecord]:

@@ -52,6 +52,7 @@ class Ledger(Protocol):
         validation: dict[str, Any] | None = None,
         ended_at: datetime | None = None,
         fencing_token: int | None = None,
+        mu_after_unknown: bool = False,
     ) -> None: ...
 
     def interrupted(self) -> Sequence[TransactionRecord]:

@@ -4,6 +4,9 @@ A committed transaction keeps its undo entries. Undoing pops them LIFO under the
 and only when no later committed transaction wrote the same objects (those must be undone
 first). If an object drifted since our write, nothing is written until a person confirms; with
 the confirmation the snapshot is restored and what it overwrote goes into the audit record.
+
+Undo of a HELD transaction (an abort that could not finish its restore, or not measure it)
+finishes that restore under the writer lock, the way recovery finishes an abort.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from agents.errors import ClusterError, LockLost
-from agents.model import TransactionId, TransactionStatus, UndoState
+from agents.model import OutcomeKind, TransactionId, TransactionStatus, UndoState
 from agents.tnr.engine import Checkpoint, Progress, ProgressCallback, Step, TransactionEngine
 from agents.tnr.lock import LockBusy, WriterLock
 from agents.tnr.records import TransactionRecord
@@ -57,6 +60,8 @@ class Undoer:
         on_progress: ProgressCallback | None = None,
     ) -> UndoResult:
         tx = self._ledger.transaction(transaction_id)
+        if tx.status is TransactionStatus.HELD:
+            return self._finish_held(tx, actor=actor)
         if tx.status not in (TransactionStatus.COMMITTED, TransactionStatus.UNDOING):
             return UndoResult(
                 transaction_id=tx.id,
@@ -165,10 +170,13 @@ class Undoer:
                 )
             self._checkpoint("undo")
         after = self._engine.measure(tx.scope)
+        # An incomplete figure is a lower bound: recorded as unknown, never as a μ.
+        mu_after = after.mu if after.complete else None
         self._ledger.set_status(
             tx.id,
             TransactionStatus.UNDONE,
-            mu_after=after.mu,
+            mu_after=mu_after,
+            mu_after_unknown=mu_after is None,
             reason=f"undone by {actor}",
             ended_at=clock_now(),
         )
@@ -179,7 +187,12 @@ class Undoer:
             at=clock_now(),
             transaction_id=tx.id,
             incident_id=tx.incident_id,
-            detail={"restored": restored, "overwritten": overwritten, "mu": after.mu},
+            detail={
+                "restored": restored,
+                "overwritten": overwritten,
+                "mu": mu_after,
+                "unknown": list(after.unknown),
+            },
         )
         if emit is not None:
             emit(
@@ -189,16 +202,55 @@ class Undoer:
                     message="Undone",
                     done=restored,
                     total=len(entries),
-                    mu=after.mu,
+                    mu=mu_after,
                 )
+            )
+        unknown = (
+            "" if after.complete else f"; μ now unknown (cannot measure {after.unknown_text()})"
+        )
+        return UndoResult(
+            transaction_id=tx.id,
+            status=UndoStatus.UNDONE,
+            message=f"restored {restored} object(s){unknown}",
+            restored=restored,
+            overwritten=overwritten,
+            mu_after=mu_after,
+        )
+
+    def _finish_held(self, tx: TransactionRecord, *, actor: str) -> UndoResult:
+        """Finish the rollback of a held transaction: restore what is left on its stack,
+        then measure. Still held (the cluster still cannot be read) is a failure to say."""
+        try:
+            lock = self._engine.lock(tx.scope)
+            lock.acquire()
+        except LockBusy as e:
+            return UndoResult(transaction_id=tx.id, status=UndoStatus.FAILED, message=str(e))
+        try:
+            fresh = self._ledger.transaction(tx.id)  # another worker may have finished it
+            if fresh.status is not TransactionStatus.HELD:
+                return UndoResult(
+                    transaction_id=tx.id,
+                    status=UndoStatus.REFUSED,
+                    message=f"transaction {tx.id} is {fresh.status} now; nothing left to finish",
+                )
+            outcome = self._engine.resume_abort(fresh, lock, actor=actor)
+        finally:
+            lock.release()
+        if outcome.kind is OutcomeKind.HELD:
+            return UndoResult(
+                transaction_id=tx.id,
+                status=UndoStatus.FAILED,
+                message=f"still held: {outcome.reason}",
+                restored=outcome.restored,
+                mu_after=outcome.mu_after,
             )
         return UndoResult(
             transaction_id=tx.id,
             status=UndoStatus.UNDONE,
-            message=f"restored {restored} object(s)",
-            restored=restored,
-            overwritten=overwritten,
-            mu_after=after.mu,
+            message=f"finished the rollback ({outcome.kind}): restored {outcome.restored} "
+            f"object(s); {outcome.reason}",
+            restored=outcome.restored,
+            mu_after=outcome.mu_after,
         )
 
     def resume(self, tx: TransactionRecord, lock: WriterLock, *, actor: str) -> UndoResult:

@@ -4,6 +4,11 @@
 caught up, every replica updated and available). *Sustain* then watches the scope for a window
 and measures μ over that window only, so errors from before the fix do not count against it.
 Both loops keep the writer lease alive and respect the transaction's deadline Δ.
+
+Fail closed (rule 8): a workload that cannot be read has not converged, and a sustain window
+counts only when every sample in it was completely measured. An incomplete sample restarts
+the window; measuring goes on until Δ, which then raises `DeadlineExceeded` (the engine
+aborts). `sustain` returns only a complete figure.
 """
 
 from __future__ import annotations
@@ -23,9 +28,17 @@ logger = logging.getLogger(__name__)
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet"})
 
+#: Settle's pending list when the workloads could not be read and none was watched by name.
+UNREADABLE = "(workloads unreadable)"
+
 
 class DeadlineExceeded(StratusError):
     """The transaction's bounded risk window Δ ran out."""
+
+    def __init__(self, message: str, *, unknown: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        #: What could not be measured when Δ ran out (empty: the window was just too short).
+        self.unknown = unknown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,10 +87,11 @@ class Validator:
                     states = [
                         w for w in self._reader.workloads(scope.namespace) if w.name in watched
                     ]
+                    pending = tuple(sorted(w.name for w in states if not w.converged))
                 except ClusterError as e:
+                    # Unknown is not converged: every watched workload is still pending.
                     logger.warning("settle of %s: cannot read workloads: %s", scope.key, e)
-                    states = []
-                pending = tuple(sorted(w.name for w in states if not w.converged))
+                    pending = tuple(sorted(watched)) or (UNREADABLE,)
                 if not pending:
                     return Settled(converged=True, waited_s=waited, pending=())
                 if waited >= self._limits.settle_timeout_s:
@@ -97,16 +111,45 @@ class Validator:
     ) -> Severity:
         started = self._clock.monotonic()
         since = self._clock.now()
-        while self._clock.monotonic() - started < self._limits.sustain_s:
-            self._tick(lock, deadline)
-            if on_sample is not None:
-                elapsed = max(1, int(self._clock.monotonic() - started))
-                on_sample(
-                    self._meter.measure(
-                        scope, window_s=elapsed, alerts_since=since, known_trouble=known_trouble
-                    )
-                )
         window = max(1, int(self._limits.sustain_s))
-        return self._meter.measure(
-            scope, window_s=window, alerts_since=since, known_trouble=known_trouble
-        )
+        unknown: tuple[str, ...] = ()  # what the latest sample could not read
+        while True:
+            while self._clock.monotonic() - started < self._limits.sustain_s:
+                try:
+                    self._tick(lock, deadline)
+                except DeadlineExceeded as e:
+                    if not unknown:
+                        raise
+                    raise DeadlineExceeded(
+                        f"{e}; the sustain window was not wholly measured: "
+                        f"cannot read {', '.join(unknown)}",
+                        unknown=unknown,
+                    ) from e
+                elapsed = max(1, int(self._clock.monotonic() - started))
+                sample = self._meter.measure(
+                    scope, window_s=elapsed, alerts_since=since, known_trouble=known_trouble
+                )
+                if on_sample is not None:
+                    on_sample(sample)
+                unknown = sample.unknown
+                if not sample.complete:
+                    logger.warning(
+                        "sustain of %s: cannot measure %s; the window starts again",
+                        scope.key,
+                        sample.unknown_text(),
+                    )
+                    started = self._clock.monotonic()
+            final = self._meter.measure(
+                scope, window_s=window, alerts_since=since, known_trouble=known_trouble
+            )
+            unknown = final.unknown
+            if final.complete:
+                return final
+            logger.warning(
+                "sustain of %s: final figure incomplete (%s); the window starts again",
+                scope.key,
+                final.unknown_text(),
+            )
+            if on_sample is not None:
+                on_sample(final)
+            started = self._clock.monotonic()

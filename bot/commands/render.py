@@ -95,8 +95,17 @@ def render_done(what: str) -> Message:
 
 def _health_text(health: NamespaceHealth) -> str:
     severity = health.severity
-    verdict = ":large_green_circle: healthy" if severity.healthy else ":red_circle: degraded"
-    partial = " (partial: a source did not answer)" if severity.partial else ""
+    if not severity.complete:
+        verdict = ":grey_question: unknown"
+    elif severity.healthy:
+        verdict = ":large_green_circle: healthy"
+    else:
+        verdict = ":red_circle: degraded"
+    partial = (
+        f" (at least: cannot read {esc(severity.unknown_text(), 200)})"
+        if not severity.complete
+        else ""
+    )
     lines = [
         f"*{escape(health.namespace)}* — {verdict}, μ {t.mu(severity.mu)}{partial} · "
         f"autonomy `{health.autonomy}`",

@@ -35,6 +35,7 @@ from bot.render.transaction import (
     render_undo_done,
     render_undo_drift,
     render_undo_result,
+    render_waiting,
 )
 
 __all__ = [
@@ -63,4 +64,5 @@ __all__ = [
     "render_undo_done",
     "render_undo_drift",
     "render_undo_result",
+    "render_waiting",
 ]

@@ -38,6 +38,7 @@ _STEP_ICON = {
     Step.RESTORE: ":leftwards_arrow_with_hook:",
     Step.ABORTED: ":leftwards_arrow_with_hook:",
     Step.ESCALATED: ":sos:",
+    Step.HELD: ":double_vertical_bar:",
     Step.UNDO: ":rewind:",
     Step.UNDONE: ":rewind:",
 }
@@ -51,7 +52,11 @@ _STATUS_LINE = {
     TransactionStatus.ESCALATED: ":sos: Escalated",
     TransactionStatus.UNDOING: ":rewind: Undoing",
     TransactionStatus.UNDONE: ":rewind: Undone",
+    TransactionStatus.HELD: ":double_vertical_bar: Held: rollback unfinished",
 }
+
+#: Separates why a transaction aborted from why its abort is held (agents.tnr.engine).
+_HELD_MARK = " — held: "
 
 
 def _bar(done: int, total: int) -> str:
@@ -134,6 +139,34 @@ def undo_button(tx_id: str) -> Block:
     )
 
 
+def finish_button(tx_id: str) -> Block:
+    """Undo of a held transaction: finish the rollback it could not finish."""
+    return button(
+        "Undo",
+        action_id=ActionId.UNDO,
+        value=tx_id,
+        confirm=confirm_dialog(
+            title="Finish the rollback?",
+            text="Stratus restores the objects this transaction changed that are not back yet, "
+            "under the writer lock, then measures the scope again.",
+            confirm="Finish rollback",
+        ),
+    )
+
+
+def render_waiting(incident: Incident, plan: Plan, reason: str) -> Message:
+    """A transaction that did not start because μ_before could not be measured."""
+    return Message(
+        text=f"{incident.id}: waiting, {reason}",
+        blocks=(
+            section(
+                f":double_vertical_bar: *Waiting* — {esc(reason, 800)}. Nothing was written; "
+                f"Stratus tries {esc(plan.describe(), 800)} again once it can measure the scope."
+            ),
+        ),
+    )
+
+
 def render_outcome(
     incident: Incident, plan: Plan, tx: TransactionRecord, *, undone_by: str | None = None
 ) -> Message:
@@ -164,6 +197,16 @@ def render_outcome(
                 f"{t.mu(tx.mu_after)} when validation decided."
             )
         )
+    elif tx.status is TransactionStatus.HELD:
+        why = (tx.reason or "").split(_HELD_MARK, 1)[-1]
+        first = (tx.reason or "").split(_HELD_MARK, 1)[0]
+        blocks.append(
+            section(
+                f":double_vertical_bar: *Held `{tx.id}`: {esc(why, 1200)}*\n"
+                f"Rolling back because {esc(first, 600)}. μ after the rollback is unknown, "
+                "not healthy; the incident stays open and Stratus keeps trying."
+            )
+        )
     else:
         blocks.append(
             section(
@@ -177,6 +220,8 @@ def render_outcome(
         blocks.append(fields(figures))
     if tx.status is TransactionStatus.COMMITTED:
         blocks.append(actions(undo_button(tx.id), block_id=f"undo-{tx.id}"))
+    elif tx.status is TransactionStatus.HELD:
+        blocks.append(actions(finish_button(tx.id), block_id=f"undo-{tx.id}"))
     elif tx.status is TransactionStatus.UNDOING:
         blocks.append(context(":rewind: Undo in progress…"))
     elif tx.status is TransactionStatus.UNDONE:

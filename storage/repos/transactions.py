@@ -42,13 +42,17 @@ class TransactionRepository(Repository):
         reason: str | None = None,
         mu_after: float | None = None,
         validation: dict[str, Any] | None = None,
+        mu_after_unknown: bool = False,
     ) -> bool:
         """Set the status (with the figures that decided it). With `expected`, only if the
-        transaction is still in (one of) those statuses; False when it moved on."""
+        transaction is still in (one of) those statuses; False when it moved on.
+        `mu_after_unknown`: clear μ_after (it could not be measured)."""
         values = {
             "status": status,
             **given(ended_at=ended_at, reason=reason, mu_after=mu_after, validation=validation),
         }
+        if mu_after_unknown:
+            values["mu_after"] = None
         with self._db.write() as s:
             statement = update(TransactionRow).where(col(TransactionRow.id) == transaction_id)
             if expected is not None:
