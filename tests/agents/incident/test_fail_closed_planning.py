@@ -378,3 +378,47 @@ def test_symptoms_cleared_but_metrics_unreadable_is_not_transient(make_lab: Make
     assert lab.machine.incident(incident.id).state is not IncidentState.CLOSED
     assert lab.transactions() == []
     assert healed and lab.specs() == healed
+
+
+# ------------------------------------------------------------- no symptom, no write
+
+
+def test_a_benign_release_and_a_brief_blip_get_no_write_under_auto_low_risk(
+    make_lab: MakeLab,
+) -> None:
+    """`profile` gets a working release (1.0 → 1.1, as `kubectl set image` would); a minute
+    later the single pod of `rate` is deleted, a real but brief blip while its replacement
+    starts. The release is the most recent change, but `profile` never shows a symptom:
+    nothing may change it, and by planning time the blip is over. Zero writes."""
+    lab = make_lab(policy("auto-low-risk"))
+    profile = lab.world.api.get("Deployment", HOTEL, "profile")
+    assert profile is not None
+    container = profile["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "ghcr.io/lab/hotel/hotelreservation:1.0"
+    release = {"name": container["name"], "image": "ghcr.io/lab/hotel/hotelreservation:1.1"}
+    lab.world.api.patch(
+        "Deployment",
+        HOTEL,
+        "profile",
+        {"spec": {"template": {"spec": {"containers": [release]}}}},
+        patch_type="strategic",
+        field_manager="kubectl-set",
+    )
+    lab.world.wait_healthy()
+    lab.world.advance(60)
+    lab.loop.step()  # the journal records the release
+    released = lab.specs()
+    [pod] = lab.world.api.list("Pod", HOTEL, label_selector="io.kompose.service=rate")
+    lab.world.api.delete("Pod", HOTEL, pod["metadata"]["name"])
+    # Fifteen lab minutes of the loop: detection, diagnosis, planning, whatever follows.
+    assert not lab.loop.run(until=lambda: False, timeout_s=900, step_s=5)
+    assert lab.incidents(), "the blip is real: it opens an incident"
+    assert lab.transactions() == []
+    decided = [
+        p for i in lab.incidents() for p in lab.machine.plans(i.id) if p.decided_by is not None
+    ]
+    assert decided == []
+    assert lab.specs() == released
+    for incident in lab.incidents():
+        states = [s for s, _ in lab.timeline(incident.id)]
+        assert IncidentState.EXECUTING.value not in states, lab.timeline(incident.id)
