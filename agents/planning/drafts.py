@@ -36,6 +36,15 @@ class Draft:
     tier: Tier
     actions: tuple[Action, ...]
     rationale: str
+    #: Where the values its actions write come from, set by the rule from the `Was` it chose
+    #: (`Was.grounding`). The default covers a value derived from the live objects or no
+    #: value at all (a restart). `Grounding.REASONER` makes the draft a suggestion: the
+    #: planner marks its plan and no autonomy level runs it.
+    grounding: Grounding = Grounding.SNAPSHOT
+
+    @property
+    def suggestion(self) -> bool:
+        return not self.grounding.grounded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,9 +64,9 @@ NOTHING = Options()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Was:
-    """A last-known-good value and where it came from, for the rationale. A value only a
-    reasoner named (`Grounding.REASONER`) says so in its `source`, with the `NOT_SEEN` mark
-    the planner turns into a suggestion a person must confirm."""
+    """A last-known-good value and where it came from. A value only a reasoner named
+    (`Grounding.REASONER`) says so in its `source` with the `NOT_SEEN` mark, for the text;
+    the rule copies `grounding` onto its `Draft`, which is what the planner acts on."""
 
     value: Any
     source: str

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from agents.actions import Action, actions_hash
 from agents.model import Diagnosis, Incident, IncidentId, Outcome, PlanId, PlanStatus, Risk
+from agents.planning.grounding import Grounding
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +26,9 @@ class CandidatePlan:
     rationale: str  # why these actions fix the diagnosed fault
     hypothesis: str  # "geo: virtualization/misconfiguration"
     confidence: float = 0.5
+    #: Where the values it writes come from: its drafts' (`Draft.grounding`), the weakest
+    #: when it joins several. `Grounding.REASONER` makes it a suggestion.
+    grounding: Grounding = Grounding.SNAPSHOT
     #: Values only a reasoner proposed, each marked "not seen before in this cluster".
     suggestions: tuple[str, ...] = ()
     #: Why no autonomy level may run it: a person must approve (suggestions, a tie, a weak

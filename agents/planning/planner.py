@@ -32,7 +32,7 @@ from agents.model import Diagnosis, Hypothesis, Incident
 from agents.planning import reflection, runbooks
 from agents.planning.context import WORKLOAD_KINDS, Context
 from agents.planning.drafts import Draft, Options, Tier
-from agents.planning.grounding import NOT_SEEN, Refused, refusal, symptom_gate
+from agents.planning.grounding import NOT_SEEN, Grounding, Refused, refusal, symptom_gate
 from agents.planning.plan import Attempt, CandidatePlan, Escalation, Proposal
 from agents.planning.rules import options_for
 from agents.planning.rules_state import generic_step
@@ -309,6 +309,7 @@ class RulePlanner:
                         rationale=part.rationale,
                         hypothesis=c.label,
                         confidence=round(c.hypothesis.confidence * draft.tier.weight, 2),
+                        grounding=part.grounding,
                     )
                     doubt = c.label in doubted or any(a.target in touched for a in part.actions)
                     last_resort = draft.tier is Tier.GENERIC and c.index > 0
@@ -395,7 +396,7 @@ def _marked(candidate: CandidatePlan, held: tuple[str, ...]) -> CandidatePlan:
     """The candidate with its suggestions (values only a reasoner named) and the reasons it
     must wait for a person."""
     suggestions: tuple[str, ...] = ()
-    if NOT_SEEN in candidate.rationale:
+    if not candidate.grounding.grounded:
         suggestions = tuple(
             f"{a.describe()}: the value is {NOT_SEEN} (only a reasoner named it)"
             for a in candidate.actions
@@ -437,6 +438,7 @@ def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:
         ),
         hypothesis=" + ".join(c.label for c, _ in chosen),
         confidence=round(min(c.hypothesis.confidence for c, _ in chosen), 2),
+        grounding=next((d.grounding for _, d in chosen if d.suggestion), Grounding.SNAPSHOT),
     )
 
 
@@ -447,8 +449,8 @@ def _parts(draft: Draft, k: int) -> list[Draft]:
     chunks = [draft.actions[i : i + k] for i in range(0, len(draft.actions), k)]
     total = len(chunks)
     return [
-        Draft(
-            tier=draft.tier,
+        replace(
+            draft,
             actions=chunk,
             rationale=f"{draft.rationale} (part {n} of {total}: at most {k} actions per "
             "transaction)",

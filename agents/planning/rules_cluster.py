@@ -60,6 +60,7 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
                 actions=(_patch(quota, patch, "restore the quota's last known good limits"),),
                 rationale=f"{subject.statement()}. Its limits were {short(known.value)} "
                 f"according to {known.source}; this puts them back.",
+                grounding=known.grounding,
             )
         )
     raised = _raised(ctx, subject, quota, field.key)

@@ -21,6 +21,7 @@ from agents.model import JsonObject, KubeObject
 from agents.planning.addresses import correct
 from agents.planning.context import Context, containers, pod_spec_of
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
+from agents.planning.grounding import Grounding
 from agents.planning.paths import Aspect, literal, short
 from agents.planning.plan import Escalation
 from agents.planning.rollback import rollback, rollback_target, template_changed
@@ -145,6 +146,7 @@ def config_options(ctx: Context, subject: Subject) -> Options:
             live_readers=live_readers,
             tier=Tier.RESTORE,
             why=f"{key} was {short(known.value)} according to {known.source}",
+            grounding=known.grounding,
         )
     elif known is not None:
         options += _stale(ctx, subject, config_map, key, at_start)
@@ -202,6 +204,7 @@ def _drafts(
     live_readers: list[KubeObject],
     tier: Tier,
     why: str,
+    grounding: Grounding = Grounding.SNAPSHOT,
 ) -> Options:
     text = f"{subject.statement()}. {why}; this sets it back"
     if at_start:
@@ -219,6 +222,7 @@ def _drafts(
         tier=tier,
         actions=(restore, *_restarts(ctx, subject, at_start)),
         rationale=text + ".",
+        grounding=grounding,
     )
     drafts = [main]
     if live_readers:
@@ -228,6 +232,7 @@ def _drafts(
                 actions=(restore, *_restarts(ctx, subject, at_start + live_readers)),
                 rationale=f"{subject.statement()}. {why}; this sets it back and also restarts "
                 f"{_names(live_readers)}, in case the file is not reloaded live.",
+                grounding=grounding,
             )
         )
     return Options(drafts=tuple(drafts))

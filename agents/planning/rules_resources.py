@@ -83,6 +83,7 @@ def limit_options(ctx: Context, subject: Subject, workload: KubeObject) -> Optio
                 rationale=f"{subject.statement()}. The {resource} limit of {name} was "
                 f"{known.value} according to {known.source}; this raises it back from "
                 f"{live_text}.",
+                grounding=known.grounding,
             )
         )
     derived = _raised_limit(
@@ -168,6 +169,7 @@ def request_options(ctx: Context, subject: Subject, workload: KubeObject) -> Opt
                     rationale=f"{subject.statement()}. {name} requested {known.value} of "
                     f"{resource} according to {known.source}; this lowers the request back "
                     f"from {live_text} so that a node can take its pods.",
+                    grounding=known.grounding,
                 ),
             )
         )
@@ -219,6 +221,7 @@ def scheduling_options(ctx: Context, subject: Subject, workload: KubeObject) -> 
                 actions=(action(known.value),),
                 rationale=f"{subject.statement()}. Its pods had {shown} according to "
                 f"{known.source}; this puts that back so the scheduler can place them.",
+                grounding=known.grounding,
             )
         )
     derived = (

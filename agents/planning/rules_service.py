@@ -92,6 +92,7 @@ def _restore_ports(ctx: Context, subject: Subject, service: KubeObject) -> Optio
                 actions=(action,),
                 rationale=f"{subject.statement()}. Its ports were {_shown(known.value)} "
                 f"according to {known.source}; this puts them back.",
+                grounding=known.grounding,
             ),
         )
     )
@@ -168,6 +169,7 @@ def _restore_selector(ctx: Context, subject: Subject, service: KubeObject) -> Op
                 actions=(PatchService(target=service.ref, selector=known.value),),
                 rationale=f"{subject.statement()}. Its selector was {short(known.value)} "
                 f"according to {known.source}; this puts it back.",
+                grounding=known.grounding,
             ),
         )
     )

@@ -96,6 +96,7 @@ def replicas_options(ctx: Context, subject: Subject, workload: KubeObject) -> Op
                     ),
                     rationale=f"{subject.statement()}. It ran {known.value} replica(s) "
                     f"according to {known.source}; scaling back restores its capacity.",
+                    grounding=known.grounding,
                 ),
             )
         )
@@ -163,6 +164,7 @@ def image_options(ctx: Context, subject: Subject, workload: KubeObject) -> Optio
                 actions=(SetImage(target=workload.ref, container=name, image=good),),
                 rationale=f"{subject.statement()}. Container {name} ran {good} according to "
                 f"{known.source}; this sets that image back and changes nothing else.",
+                grounding=known.grounding,
             )
         )
     elif earlier_image and earlier_image != live_image and revision is not None:
@@ -226,6 +228,7 @@ def command_options(ctx: Context, subject: Subject, workload: KubeObject) -> Opt
                     ),
                     rationale=f"{subject.statement()}. Container {name} had {shown} according "
                     f"to {known.source}; this merge patch restores exactly that.",
+                    grounding=known.grounding,
                 )
             )
     return Options(drafts=tuple(drafts))
@@ -301,6 +304,7 @@ def env_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options
                     ),
                     rationale=f"{subject.statement()}. {variable} was {shown} according to "
                     f"{known.source}; this sets it back (the rollout restarts the pods).",
+                    grounding=known.grounding,
                 )
             )
     revision = rollback_target(ctx, workload)
