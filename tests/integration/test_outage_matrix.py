@@ -26,7 +26,7 @@ def test_an_outage_never_ends_in_a_blind_commit(
         f"{result.end}; transactions {result.transactions}; {result.wall_s:.0f} s; "
         f"last message: {result.last_message!r}"
     )
-    assert result.phase_seen, "the loop never reached the phase"
+    assert "missed" not in result.phase_seen, f"the loop never reached {phase.value}"
     assert result.violations == [], "\n".join(result.violations)
 
 

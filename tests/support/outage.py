@@ -8,7 +8,8 @@ per request) — all through `FaultProxy`, which the bot's kubeconfig names; Pro
 holds `BEGIN EXCLUSIVE`, as a primary that lost its disk or a failover in progress).
 
 Phases: diagnosing, executing, validating, aborting (a transaction made to abort: while it
-validates, the lab scales `frontend` to zero, so μ_after > μ_before), undo (a committed
+validates, the lab scales five of frontend's backends to zero, so μ_after > μ_before and
+the transaction aborts), undo (a committed
 transaction, then Undo pressed in the workspace).
 
 `run_cell` returns what happened (`CellResult`); `contract_violations` lists every way the
@@ -65,7 +66,11 @@ LEASE_WALL_S = 6.0
 OUTAGE_WALL_S = 6.0  # longer than the sustain window (2 s wall) and than a settle
 STALL_WALL_S = LEASE_WALL_S + 5.0  # "stalled past the lease"
 SLOW_WALL_S = 8.0
-SETTLE_AFTER_S = 12.0  # after the outage: time for the loop to reach its end
+SETTLE_AFTER_S = 10.0  # after the outage: time for the loop to reach its end
+
+
+#: Scaled to zero while the "aborting" cell's transaction validates.
+WORSEN = ("search", "profile", "rate", "reservation", "user")
 
 
 class Outage(StrEnum):
@@ -260,11 +265,12 @@ def _in(lab: BotLab, incident_id: str, *states: IncidentState) -> bool:
 def _arm(lab: BotLab, switch: Switch, incident_id: str, phase: Phase) -> None:
     """Drive the loop to `phase` and switch the outage on there; record the state seen."""
     machine = lab.services.brain.machine
+    reached = True
     if phase is Phase.DIAGNOSING:
-        _poll(lambda: _in(lab, incident_id, S.DETECTED, S.DIAGNOSING), 30)
+        reached = _poll(lambda: _in(lab, incident_id, S.DETECTED, S.DIAGNOSING), 30)
     elif phase is Phase.EXECUTING:
         _approve(lab, incident_id)
-        _poll(
+        reached = _poll(
             lambda: (
                 any(t.status is TransactionStatus.OPEN for t in machine.transactions(incident_id))
                 or _in(lab, incident_id, S.EXECUTING)
@@ -274,12 +280,13 @@ def _arm(lab: BotLab, switch: Switch, incident_id: str, phase: Phase) -> None:
         )
     elif phase is Phase.VALIDATING:
         _approve(lab, incident_id)
-        _poll(lambda: _in(lab, incident_id, S.VALIDATING), 60)
+        reached = _poll(lambda: _in(lab, incident_id, S.VALIDATING), 60)
     elif phase is Phase.ABORTING:
         _approve(lab, incident_id)
         _poll(lambda: _in(lab, incident_id, S.VALIDATING), 60)
-        fault("scale-to-zero").inject(lab.world, app=HOTEL, target="frontend")
-        _poll(
+        for victim in WORSEN:
+            fault("scale-to-zero").inject(lab.world, app=HOTEL, target=victim)
+        reached = _poll(
             lambda: (
                 _in(lab, incident_id, S.ABORTING)
                 or any(
@@ -287,7 +294,7 @@ def _arm(lab: BotLab, switch: Switch, incident_id: str, phase: Phase) -> None:
                     for t in machine.transactions(incident_id)
                 )
             ),
-            60,
+            30,
             0.005,
         )
     elif phase is Phase.UNDO:
@@ -301,7 +308,7 @@ def _arm(lab: BotLab, switch: Switch, incident_id: str, phase: Phase) -> None:
         switch.on()
         lab.ws.click("alice", channel, outcome["ts"], ActionId.UNDO)
         return
-    switch.phase_seen = lab.state(incident_id).value
+    switch.phase_seen = lab.state(incident_id).value + ("" if reached else " (phase missed)")
     switch.on()
 
 
@@ -328,6 +335,9 @@ def run_cell(tmp: Path, outage: Outage, phase: Phase) -> CellResult:
 # ---------------------------------------------------------------------- the verdict
 
 _CLAIMS_HEALTHY = ("healthy", "resolved")
+#: The messages that state a verdict (diagnosis and alert lists name healthy services and
+#: resolved alerts truthfully).
+_VERDICTS = {k.value for k in (MessageKind.OUTCOME, MessageKind.TRANSACTION, MessageKind.CLOSED)}
 _NOT_A_CLAIM = ("not healthy", "unhealthy", "cannot", "unknown", "unmeasured", "not measured")
 
 
@@ -405,6 +415,8 @@ def _judge(
         if state in (S.RESOLVED, S.CLOSED):
             v.append(f"incident is {state.value} while {sorted(firing)} still fires")
         for kind, text in texts:
+            if kind not in _VERDICTS:
+                continue
             lower = text.lower()
             claims = [w for w in _CLAIMS_HEALTHY if w in lower]
             if claims and not any(n in lower for n in _NOT_A_CLAIM):
