@@ -68,6 +68,21 @@ def render(results: list[CellResult], started: datetime, complete: bool) -> str:
         " bot still answers /healthz. `ok` = the cell keeps the contract; `FAILS` = it does not"
         " (details below).",
         "",
+        "**How each outage is made.** `api-refusing`, `api-stalled`, `api-slow`: a TCP proxy"
+        " (`tests/support/faultproxy.py`) between the bot and the lab's Kubernetes API, named by"
+        " the bot's kubeconfig, resets connections / holds every byte until the stall ends /"
+        " holds each request 5 s. `prometheus-down`: the lab's metrics are evaluated in process"
+        " (no PromQL URL to cut), so the bot's `MetricsSource` raises the `MetricsError` that"
+        " `PrometheusMetrics` raises on a refused connection. `database-read-only`: another"
+        " connection holds `BEGIN EXCLUSIVE` on the bot's SQLite file (writes wait for the busy"
+        " timeout, then fail 'database is locked'), as a primary that stops taking writes.",
+        "",
+        "**How each phase is reached.** diagnosing: the incident is detected or diagnosing;"
+        " executing: Approve pressed, a transaction open; validating: the transaction validates;"
+        " aborting: while it validates the lab scales five of frontend's backends to zero, so"
+        " μ_after > μ_before and it aborts; undo: the fix committed and closed, then Undo pressed"
+        " in the workspace.",
+        "",
         "| outage \\ phase | " + " | ".join(p.value for p in Phase) + " |",
         "|---|" + "---|" * len(Phase),
     ]

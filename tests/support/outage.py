@@ -338,6 +338,7 @@ _CLAIMS_HEALTHY = ("healthy", "resolved")
 #: The messages that state a verdict (diagnosis and alert lists name healthy services and
 #: resolved alerts truthfully).
 _VERDICTS = {k.value for k in (MessageKind.OUTCOME, MessageKind.TRANSACTION, MessageKind.CLOSED)}
+_DIAGNOSES = {k.value for k in (MessageKind.DIAGNOSIS, MessageKind.PLAN)}
 _NOT_A_CLAIM = ("not healthy", "unhealthy", "cannot", "unknown", "unmeasured", "not measured")
 
 
@@ -392,9 +393,12 @@ def _judge(
     for tx in txs:
         stack = ledger.stack(tx.id)
         if tx.status in (TransactionStatus.ABORTED, TransactionStatus.UNDONE):
-            lost = [e for e in stack if e.state is UndoState.APPLIED]
+            lost = [e for e in stack if e.state in (UndoState.APPLIED, UndoState.PENDING)]
             if lost:
-                v.append(f"{tx.status.value} transaction {tx.id} left {len(lost)} entry APPLIED")
+                v.append(
+                    f"{tx.status.value} transaction {tx.id} left "
+                    f"{[f'{e.seq}:{e.state.value}' for e in lost]} not restored"
+                )
         if tx.status is TransactionStatus.UNDONE and broken_before is not None:
             geo = lab.world.api.get("Service", HOTEL, "geo")
             if geo is None or geo["spec"] != broken_before["spec"]:
@@ -421,6 +425,11 @@ def _judge(
             claims = [w for w in _CLAIMS_HEALTHY if w in lower]
             if claims and not any(n in lower for n in _NOT_A_CLAIM):
                 v.append(f"{kind} message says {claims} while {sorted(firing)} still fires")
+    if result.phase is Phase.DIAGNOSING and switch.outage is not Outage.DATABASE_READ_ONLY:
+        for kind, text in texts:
+            lower = text.lower()
+            if kind in _DIAGNOSES and "nothing wrong" in lower and "cannot read" not in lower:
+                v.append(f"{kind} message says nothing is wrong though its reads failed")
     if result.phase is Phase.UNDO and broken_before is not None:
         # The fix was real and the incident closed before the outage; what must be true now
         # is that the undo's report matches the cluster.
