@@ -19,6 +19,7 @@ whole matrix to docs/outage-matrix.md.
 
 from __future__ import annotations
 
+import random
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -89,14 +90,18 @@ class Phase(StrEnum):
     UNDO = "undo"
 
 
-#: One cell per row and per column (a Latin diagonal, rotated by a fixed seed): the CI sample.
-SAMPLE_SEED = 2  # puts "API refusing × validating" (the first report) in the sample
+#: One cell per row and per column (a Latin diagonal: the phases shuffled with a fixed seed)
+#: is the CI sample. Seed 110 gives refusing × diagnosing, stalled × validating, slow × undo,
+#: prometheus-down × executing, database × aborting: the sample then covers the issue's
+#: failure classes (closed while firing, lease/restart, a transaction started blind) as well
+#: as two cells that pass today. benchmarks/outage_matrix.py runs all 25.
+SAMPLE_SEED = 110
 
 
 def sample_cells(seed: int = SAMPLE_SEED) -> list[tuple[Outage, Phase]]:
-    outages, phases = list(Outage), list(Phase)
-    shift = seed % len(phases)
-    return [(o, phases[(i + shift) % len(phases)]) for i, o in enumerate(outages)]
+    phases = list(Phase)
+    random.Random(seed).shuffle(phases)
+    return list(zip(Outage, phases, strict=True))
 
 
 def all_cells() -> list[tuple[Outage, Phase]]:
