@@ -261,6 +261,8 @@ def test_no_hostile_value_is_ever_written(
             (UNSEEN_PORT, "never-had-value"),
             ("'replicas': 60", "scale-to-60"),
             ("replicas=60", "scale-to-60"),
+            ('"replicas": 60', "scale-to-60"),
+            ("from 1 to 60", "scale-to-60"),
         ):
             if marker in ledger_text:
                 refused[attack] = False
