@@ -394,6 +394,18 @@ def _judge(
                     f"transaction {tx.id} committed (μ_after={tx.mu_after}, "
                     f"validation={tx.validation}) on a sustain window the outage overlapped"
                 )
+    # 1b. No transaction starts on a μ_before that could not be measured.
+    if switch.outage in (Outage.API_REFUSING, Outage.PROMETHEUS_DOWN):
+        for tx in txs:
+            if (
+                switch.on_at is not None
+                and switch.off_at is not None
+                and switch.on_at <= tx.started_at <= switch.off_at
+            ):
+                v.append(
+                    f"transaction {tx.id} started during {switch.outage.value} with "
+                    f"μ_before={tx.mu_before}: μ_before could not have been measured"
+                )
     # 2. No undo entry lost.
     for tx in txs:
         stack = ledger.stack(tx.id)
