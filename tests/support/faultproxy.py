@@ -1,0 +1,244 @@
+"""Outages for end-to-end tests: a fault-injecting TCP proxy, a metrics source that can go
+down, and a database that another connection locks.
+
+`FaultProxy` sits between the bot and the lab's Kubernetes API (the bot's kubeconfig names the
+proxy). It listens on 127.0.0.1, port 0, one thread per connection, and its mode can be
+switched while the bot runs:
+
+* `PASS`: bytes flow both ways unchanged;
+* `REFUSE`: new connections are reset at once (SO_LINGER 0) and open ones are cut, as an API
+  server that is down or a load balancer with no backend;
+* `STALL`: connections are accepted but nothing is forwarded until the stall ends (the
+  bytes wait, then flow), as an API server stuck behind a full queue — a caller without a
+  deadline blocks for the whole stall;
+* `SLOW`: every request's first bytes are held `delay_s` before they are forwarded.
+
+The lab's metrics are evaluated in process (`lab.alerts` hands the bot a `MetricsSource`, not
+a PromQL URL), so "Prometheus down" is `SwitchableMetrics`: while down, every call raises the
+`MetricsError` that `PrometheusMetrics` raises when its server refuses connections.
+
+`SqliteLock` holds `BEGIN EXCLUSIVE` on the bot's database from another connection: what a
+database that stops taking writes looks like to the bot (every write waits for the busy
+timeout, then fails with "database is locked").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from agents.errors import MetricsError
+from agents.ports import MetricsSource
+
+
+class Mode(StrEnum):
+    PASS = "pass"
+    REFUSE = "refuse"
+    STALL = "stall"
+    SLOW = "slow"
+
+
+def _reset(conn: socket.socket) -> None:
+    """Close with RST, not FIN: the client sees 'connection reset', as from a dead server."""
+    with contextlib.suppress(OSError):
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        conn.close()
+
+
+class FaultProxy:
+    """A TCP proxy to `upstream` (host, port) whose behaviour is switched at run time."""
+
+    def __init__(self, upstream: tuple[str, int], *, slow_delay_s: float = 5.0) -> None:
+        self.upstream = upstream
+        self.slow_delay_s = slow_delay_s
+        self._mode = Mode.PASS
+        self._changed = threading.Condition()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._server.getsockname()[1])
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self.connections = 0
+        self.refused = 0
+        self._thread = threading.Thread(target=self._accept, name="fault-proxy", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    def start(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def set_mode(self, mode: Mode) -> None:
+        with self._changed:
+            self._mode = mode
+            self._changed.notify_all()
+        if mode is Mode.REFUSE:
+            with self._lock:
+                open_now = list(self._open)
+            for conn in open_now:
+                _reset(conn)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.set_mode(Mode.PASS)
+        with contextlib.suppress(OSError):
+            self._server.close()
+        with self._lock:
+            open_now = list(self._open)
+        for conn in open_now:
+            with contextlib.suppress(OSError):
+                conn.close()
+        self._thread.join(5)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if self._mode is Mode.REFUSE:
+                self.refused += 1
+                _reset(client)
+                continue
+            self.connections += 1
+            threading.Thread(
+                target=self._serve, args=(client,), name="fault-proxy-conn", daemon=True
+            ).start()
+
+    def _wait_while_stalled(self) -> None:
+        with self._changed:
+            while self._mode is Mode.STALL and not self._stopped.is_set():
+                self._changed.wait(0.1)
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(self.upstream, timeout=5)
+        except OSError:
+            _reset(client)
+            return
+        with self._lock:
+            self._open.update((client, upstream))
+        try:
+            self._pump(client, upstream)
+        finally:
+            with self._lock:
+                self._open.discard(client)
+                self._open.discard(upstream)
+            for s in (client, upstream):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+    def _pump(self, client: socket.socket, upstream: socket.socket) -> None:
+        awaiting_request = True  # the next client bytes start a request (keep-alive aware)
+        while not self._stopped.is_set():
+            if self._mode is Mode.REFUSE:
+                return
+            try:
+                readable, _, _ = select.select([client, upstream], [], [], 0.2)
+            except (OSError, ValueError):
+                return
+            for source in readable:
+                self._wait_while_stalled()
+                if self._mode is Mode.REFUSE:
+                    return
+                try:
+                    data = source.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                if source is client:
+                    if awaiting_request and self._mode is Mode.SLOW:
+                        time.sleep(self.slow_delay_s)
+                    awaiting_request = False
+                    target = upstream
+                else:
+                    awaiting_request = True
+                    target = client
+                try:
+                    target.sendall(data)
+                except OSError:
+                    return
+
+
+class SwitchableMetrics:
+    """A `MetricsSource` that forwards to `inner` until `down` is set."""
+
+    def __init__(self, inner: MetricsSource) -> None:
+        self.inner = inner
+        self.down = False
+        self.refused = 0
+
+    def _check(self) -> None:
+        if self.down:
+            self.refused += 1
+            raise MetricsError(
+                "Prometheus at http://prometheus.lab:9090 is unreachable: connection refused"
+            )
+
+    def golden_signals(
+        self, namespace: str, services: Sequence[str] | None = None, *, window_s: int = 60
+    ) -> Mapping[str, Any]:
+        self._check()
+        return self.inner.golden_signals(namespace, services, window_s=window_s)
+
+    def firing_alerts(self, namespace: str | None = None) -> Sequence[Any]:
+        self._check()
+        return self.inner.firing_alerts(namespace)
+
+    def series(
+        self, namespace: str, service: str, signal: str, *, start: datetime, end: datetime
+    ) -> Sequence[Any]:
+        self._check()
+        return self.inner.series(namespace, service, signal, start=start, end=end)
+
+    def call_graph(self, namespace: str, *, window_s: int = 300) -> Sequence[tuple[str, str]]:
+        self._check()
+        return self.inner.call_graph(namespace, window_s=window_s)
+
+    def query(self, promql: str) -> Sequence[Any]:
+        self._check()
+        return self.inner.query(promql)
+
+
+class SqliteLock:
+    """Hold an exclusive lock on a SQLite file from another connection while `held`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None
+
+    def hold(self, timeout_s: float = 30.0) -> None:
+        conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        self._conn = conn
+
+    def release(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            self._conn.close()
+            self._conn = None
