@@ -96,7 +96,9 @@ class SlackNotifier:
                 with self._lock:
                     self._findings[event.incident.id] = event.findings
                 self.sync_later(event.incident.id)
-            elif isinstance(event, AlertsUpdated):
+            elif isinstance(event, AlertsUpdated) and event.new:
+                # Only alerts that joined are news; resolutions ("3 resolved", "2 resolved",
+                # …) are noise at 3 a.m. and show in the summary and the closing message.
                 self._post_alerts_later(event)
 
     def _count(self, event: IncidentEvent) -> None:

@@ -128,13 +128,10 @@ def render_summary(
 
 
 def render_alerts_updated(event: AlertsUpdated) -> Message:
-    names = sorted({a.name for a in event.new})
-    shown = ", ".join(escape(n) for n in names[:10])
-    more = f" +{len(names) - 10}" if len(names) > 10 else ""
-    detail = f" ({shown}{more})" if names else ""
+    # `event.text` already names the new alerts: say it once.
     return Message(
         text=f"{event.incident_id}: {event.text}",
-        blocks=(context(f":bell: {escape(event.text)}{detail}"),),
+        blocks=(context(f":bell: {escape(event.text)}"),),
     )
 
 

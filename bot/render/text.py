@@ -3,6 +3,7 @@ confidences read in Slack."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from agents.model import IncidentState, Risk
@@ -79,6 +80,21 @@ def person(user_id: str) -> str:
     if user_id and user_id[0] in "UW" and user_id[1:].isalnum() and user_id.isupper():
         return f"<@{user_id}>"
     return f"`{user_id}`"
+
+
+#: A Slack user id (U…/W…, 9 to 11 characters) standing alone in a sentence.
+_USER_ID = re.compile(r"(?<![<@\w])([UW][A-Z0-9]{8,10})\b")
+
+
+def people(text: str) -> str:
+    """`text` (already escaped) with every bare Slack user id made a mention: the agents
+    name people by id in reasons such as "undone by U0ALICE01", and a person reads a name."""
+    return _USER_ID.sub(lambda m: f"<@{m.group(1)}>", text)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 pod`, `2 pods` (`nouns` for irregular plurals)."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
 def percent(value: float) -> str:

@@ -86,6 +86,7 @@ KNOWN_EMOJI: Mapping[str, str] = MappingProxyType(
         "bust_in_silhouette": "👤",
         "busts_in_silhouette": "👥",
         "wave": "👋",
+        "relaxed": "☺️",
         "bell": "🔔",
         "arrow_right": "➡️",
         "arrow_up": "⬆️",
