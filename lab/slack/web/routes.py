@@ -136,6 +136,9 @@ class Page:
             return await act.submit_view(user, str(body["view_id"]), body.get("inputs") or {})
         if kind == "close":
             return await act.close_view(user, str(body["view_id"]))
+        if kind == "reload":
+            await act.reload_client(user)
+            return None
         if kind == "home":
             return await act.open_app_home(user)
         if kind == "join":

@@ -19,6 +19,7 @@ const S = {
   version: -1,
   modalKey: "",
   noticesSeen: {},
+  directSeen: {},
   fetching: false,
   again: false,
   highlight: "",
@@ -163,6 +164,7 @@ function render() {
   renderPanel();
   renderModal();
   renderNotices();
+  renderDirect();
 }
 
 function renderSidebar() {
@@ -188,7 +190,8 @@ function renderSidebar() {
   const inApp = S.view === "home" || (data.channel && data.channel.is_im && S.view === "channel");
   const appLink = node("a", {
     href: "#/home", class: inApp ? "active" : "", "data-testid": "app-home-link",
-  }, `<span class="hash app-dot">${APP_ICON}</span>${esc(data.app.name)}`);
+  }, `<span class="hash app-dot">${APP_ICON}</span>${esc(data.app.name)}` +
+     `<span class="count" data-testid="app-dm-count">${(data.direct && data.direct.count) || ""}</span>`);
   appLink.addEventListener("click", (event) => { event.preventDefault(); openHome(); });
   apps.appendChild(node("li")).appendChild(appLink);
 
@@ -549,6 +552,18 @@ function showConfirm(confirm, onYes) {
   overlay.hidden = false;
 }
 
+// A direct message from the app (e.g. a refusal Slack could not show as an ephemeral message
+// because the person is not in the channel) is announced, as Slack notifies a DM.
+function renderDirect() {
+  const direct = S.data.direct;
+  if (!direct) return;
+  const seen = S.directSeen[S.user];
+  S.directSeen[S.user] = direct.count;
+  if (seen === undefined || direct.count <= seen) return;
+  const viewing = S.view === "channel" && S.channel === direct.id;
+  if (!viewing) toast(`${S.data.app.name} (direct message): ${direct.latest}`, "direct");
+}
+
 function renderNotices() {
   const notices = S.data.notices || [];
   const seen = S.noticesSeen[S.user];
@@ -605,5 +620,9 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Escape") $("confirm-overlay").hidden = true;
 });
 
-refresh().then(() => { if (S.view === "home") act({ action: "home" }); });
+// A reload is a fresh client: no modal is left open (as in Slack).
+refresh().then(() => {
+  act({ action: "reload" });
+  if (S.view === "home") act({ action: "home" });
+});
 connectLive();
