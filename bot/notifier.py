@@ -169,6 +169,9 @@ class SlackNotifier:
             summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
             location = self._channels.open(incident, summary.message)
             self._remember_digest(summary.key, summary.message)
+        diagnosis = next((w for w in wanted if w.kind is MessageKind.DIAGNOSIS), None)
+        if diagnosis is not None:
+            self._channels.follow_root_cause(incident, self._messages.root_cause(incident))
         existing = {
             (r.kind, r.ref or ""): r
             for r in self._store.slack_messages.find(incident_id=incident_id)

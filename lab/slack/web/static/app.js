@@ -226,7 +226,7 @@ function messageNode(message, { inThread, continued }) {
   const name = isApp ? S.data.app.name : userName(message.user);
   const classes = ["message"];
   if (message.is_ephemeral) classes.push("ephemeral");
-  if (["channel_topic", "channel_join", "tombstone"].includes(message.subtype)) classes.push("system");
+  if (["channel_topic", "channel_join", "channel_name", "tombstone"].includes(message.subtype)) classes.push("system");
   if (continued) classes.push("continued");
   if (S.highlight && S.highlight === message.ts) classes.push("highlight");
   const item = node("div", {
