@@ -99,7 +99,8 @@ def render_summary(
         plan_text = f"{esc(plan.describe(), 1500)} ({plan.status.value})"
     recent = list(timeline)[-TIMELINE_SHOWN:]
     lines = [
-        f"`{t.clock_time(e.at)}` {t.state_label(e.state)} — {esc(e.message, 240)}" for e in recent
+        f"`{t.clock_time(e.at)}` {t.state_label(e.state)} — {t.people(esc(e.message, 240))}"
+        for e in recent
     ]
     if len(timeline) > TIMELINE_SHOWN:
         lines.insert(0, f"… {len(timeline) - TIMELINE_SHOWN} earlier events")

@@ -82,14 +82,15 @@ def person(user_id: str) -> str:
     return f"`{user_id}`"
 
 
-#: A Slack user id (U…/W…, 9 to 11 characters) standing alone in a sentence.
-_USER_ID = re.compile(r"(?<![<@\w])([UW][A-Z0-9]{8,10})\b")
+#: A Slack user id (U…/W…, 9 to 11 characters), bare or as an escaped mention.
+_USER_ID = re.compile(r"&lt;@([UW][A-Z0-9]{8,10})&gt;|(?<![<@\w])([UW][A-Z0-9]{8,10})\b")
 
 
 def people(text: str) -> str:
-    """`text` (already escaped) with every bare Slack user id made a mention: the agents
-    name people by id in reasons such as "undone by U0ALICE01", and a person reads a name."""
-    return _USER_ID.sub(lambda m: f"<@{m.group(1)}>", text)
+    """`text` (already escaped) with every Slack user id made a mention: the agents name
+    people by id ("undone by U0ALICE01") or as a mention that escaping broke
+    ("&lt;@U0ALICE01&gt;"), and a person reads a name."""
+    return _USER_ID.sub(lambda m: f"<@{m.group(1) or m.group(2)}>", text)
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:

@@ -18,6 +18,7 @@ from lab.slack.emoji import unknown_emoji
 
 #: Code spans, code blocks, mentions and links: their text is not prose.
 _NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|<[^>\n]*>", re.DOTALL)
+_MENTION_OR_LINK = re.compile(r"<[^>\n]*>")
 _USER_ID = re.compile(r"\b[UW][A-Z0-9]{8,10}\b")
 #: "1 pods": a count of one before a plural noun (words that end in s in the singular aside).
 _ONE_PLURAL = re.compile(r"(?<![\d.,/:×x])\b1 ([a-z]{2,}s)\b")
@@ -35,8 +36,9 @@ _MANY_SINGULAR = re.compile(
 )
 #: A phrase said twice in a row: "geo: geo:", "(A, B) (A, B)".
 _STUTTER = re.compile(r"(?<![\w])([^\s`][^\n]{1,80}?)\s*\1(?![\w])")
-_CLAUSE_SPLIT = re.compile(r"\n|(?<=[.;!?])\s+| — ")
-#: Clauses shorter than this may repeat ("μ0 12", "Risk").
+#: Lines, and the halves of "headline — explanation" (the offline reasoner's summary).
+_CLAUSE_SPLIT = re.compile(r"\n| — ")
+#: Lines shorter than this may repeat ("μ0 12", "Risk").
 _CLAUSE_MIN = 24
 
 
@@ -84,10 +86,11 @@ def message_problems(message: Mapping[str, Any]) -> list[str]:
     blocks = message.get("blocks")
     shown = list(texts(blocks)) if blocks else [str(message.get("text") or "")]
     problems = [p for text in shown for p in text_problems(text)]
+    # Code spans stay: "• *Errors* on `geo`" and "• *Errors* on `rate`" are two lines.
     clauses = Counter(
         clause.strip(" *_:·")
         for text in shown
-        for clause in _CLAUSE_SPLIT.split(_prose(text))
+        for clause in _CLAUSE_SPLIT.split(_MENTION_OR_LINK.sub(" ", text))
         if len(clause.strip(" *_:·")) >= _CLAUSE_MIN
     )
     problems.extend(f"'{c}' said {n} times" for c, n in clauses.items() if n > 1)

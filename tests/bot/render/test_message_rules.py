@@ -28,6 +28,7 @@ from agents.model import (
     PlanId,
     PlanStatus,
     Scope,
+    TimelineEvent,
     TransactionId,
     TransactionStatus,
 )
@@ -203,6 +204,18 @@ def test_undone_names_the_person_with_a_mention() -> None:
         render_outcome(incident(), plan(), undone, undone_by="U0ALICE01").payload()[1]
     )
     assert t.people("undone by U0ALICE01; <@U0BOB0002>") == "undone by <@U0ALICE01>; <@U0BOB0002>"
+    # The agents' timeline writes mentions; escaping them must not turn them into text.
+    event = TimelineEvent(
+        incident_id=IncidentId("INC-20260105-0300-geo"),
+        at=AT,
+        state=IncidentState.EXECUTING,
+        kind="approved",
+        message="Approved by <@U0ALICE01>: Set port 8083",
+        data={},
+    )
+    summary = render_summary(incident(), diagnosis=None, plan=None, timeline=[event])
+    assert problems(summary) == []
+    assert "Approved by <@U0ALICE01>" in str(summary.payload()[1])
 
 
 @pytest.mark.parametrize("state", list(IncidentState))
