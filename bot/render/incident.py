@@ -60,8 +60,12 @@ def render_opened(
     ]
     if lines:
         blocks.append(section("*Alerts*\n" + "\n".join(lines)))
-    if findings:
-        blocks.append(context(*(esc(f, 400) for f in list(findings)[:5])))
+    # μ0's findings name the firing alerts too ("alert GeoDown firing (geo)"): the list above
+    # already shows those, so only the other findings are added.
+    listed = tuple(f"alert {a.name} " for a in alerts)
+    other = [f for f in findings if not f.startswith(listed)] if lines else list(findings)
+    if other:
+        blocks.append(context(*(esc(f, 400) for f in other[:5])))
     blocks.append(context("Stratus is collecting evidence; the diagnosis follows here."))
     return Message(text=f"Incident {incident.id} opened: {incident.title}", blocks=tuple(blocks))
 
