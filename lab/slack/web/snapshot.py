@@ -85,6 +85,7 @@ def snapshot(
             ],
             "commands": list(cfg.commands),
             "transport": transport,
+            "clock_note": cfg.clock_note,
             "connected": connected,
             "notices": list(state.notices.get(user_id, [])),
             "direct": direct,

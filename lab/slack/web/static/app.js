@@ -64,8 +64,9 @@ function color(id) {
   return `hsl(${hash % 360}, 45%, 45%)`;
 }
 function time(ts) {
+  // UTC, as the app's messages write their times.
   const date = new Date(parseFloat(ts) * 1000);
-  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", timeZone: "UTC" });
 }
 function node(tag, attrs, html) {
   const el = document.createElement(tag);
@@ -218,6 +219,10 @@ function renderSidebar() {
     const n = data.connected;
     status.innerHTML = `<span class="dot ${n ? "on" : ""}"></span>Socket Mode · ` +
       (n ? `${n} connection${n > 1 ? "s" : ""}` : "app not connected");
+  }
+  if (data.clock_note) {
+    status.appendChild(node("div", { class: "clock-note", "data-testid": "clock-note" },
+      `🕐 ${esc(data.clock_note)}`));
   }
 }
 
