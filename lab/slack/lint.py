@@ -51,6 +51,8 @@ def texts(value: Any) -> Iterator[str]:
         for key, item in value.items():
             if key in ("value", "action_id", "block_id", "private_metadata", "callback_id"):
                 continue
+            if key == "confirm":  # a dialog shown after a click, not part of the message
+                continue
             yield from texts(item)
     elif isinstance(value, list):
         for item in value:
