@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agents.model import IncidentState
+from agents.errors import StratusError
+from agents.model import IncidentState, Scope
 from agents.tnr import TnrLimits
 from bot.config import load_settings
 from bot.runtime import BotRuntime
@@ -51,6 +52,9 @@ defaults:
 """
 #: How long a plan waits for approval, in real minutes (the policy counts lab time).
 APPROVAL_REAL_MIN = 30
+#: Wall seconds the demo waits, after putting the lab back, for it to measure healthy.
+QUIET_MAX_S = 600.0
+CLUSTER = "lab"
 
 Say = Callable[[str], None]
 
@@ -138,7 +142,7 @@ class LiveDemo:
             "STRATUS_HTTP_PORT": "0",
             "STRATUS_DATABASE_URL": f"sqlite:///{home / 'stratus.db'}",
             "KUBECONFIG": str(kubeconfig),
-            "STRATUS_CLUSTER_NAME": "lab",
+            "STRATUS_CLUSTER_NAME": CLUSTER,
             "STRATUS_NAMESPACES": ",".join(self.apps),
             "STRATUS_POLICY_FILE": str(home / "policy.yaml"),
             "STRATUS_SCAN_INTERVAL_S": "10",
@@ -268,6 +272,27 @@ class LiveDemo:
         for injection in reversed(injections):
             fault(injection.fault_id).recover(self.world, injection)
         self._stop.wait(self._o.settle_s)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        """Wait until every app measures healthy (μ 0: no alert firing, SLOs met), at most
+        `QUIET_MAX_S`. An alert still firing from the scenario just put back would otherwise
+        be read as that closed incident's (by design: alerts outlive their failure), and the
+        next scenario's failure, showing through the same alert, would open no incident."""
+        assert self.runtime is not None
+        engine = self.runtime.services.brain.engine
+        scopes = [Scope(cluster=CLUSTER, namespace=app) for app in self.apps]
+        started = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if all(engine.measure(scope).mu <= 0 for scope in scopes):
+                    return
+            except StratusError as e:
+                logger.info("demo: the lab's health is unknown yet: %s", e)
+            if time.monotonic() - started > QUIET_MAX_S:
+                self._say(f"  the lab is still not healthy after {QUIET_MAX_S:g}s; going on")
+                return
+            self._stop.wait(2)
 
     def _incident_ids(self) -> set[str]:
         assert self.runtime is not None
