@@ -4,6 +4,7 @@ workspace does not know, no "1 pods". Each case is a defect that once shipped.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -244,3 +245,11 @@ def test_every_emoji_the_bot_uses_is_known_to_the_workspace() -> None:
             if name not in ("serviceaccount",):  # system:serviceaccount:…, not an emoji
                 unknown.setdefault(name, str(path))
     assert unknown == {}
+
+
+def test_a_title_names_its_service_once() -> None:
+    from agents.detection.opening import title_for
+
+    scan = replace(alert("ServiceHighErrorRatio"), annotations={"summary": "geo: 69% fail"})
+    assert title_for(replace(scan, labels={"service": "geo"}), SCOPE, 1) == "geo: 69% fail"
+    assert title_for(alert("GeoDown"), SCOPE, 2) == "frontend: GeoDown on frontend (+1 more alert)"
