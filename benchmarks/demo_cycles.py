@@ -56,7 +56,7 @@ def main() -> int:
             f"alert rules): {wall:.0f} s in all. Alice approves every plan and undoes the "
             "first scenario's transaction; each scenario must end as the README says.",
             "",
-            "| Cycle | Scenario | Ended | README says | As said | Wall s (open → end) |",
+            "| Cycle | Scenario | Ended | README says | As said | Wall s (seen → closed) |",
             "|---|---|---|---|---|---|",
             *rows,
             "",
