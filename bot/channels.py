@@ -1,10 +1,11 @@
 """Where an incident lives in Slack: its own channel, or a thread in the incidents channel.
 
 Channel mode (the default) creates `#inc-<date>-<slug>` (from the incident id, so unique and
-lowercase, ≤ 80 characters), sets its topic, invites the responders — every approver of the
-namespace, user groups resolved to their members — posts and pins the summary, and announces
-the incident in the incidents channel. Thread mode posts the summary in the incidents channel
-and keeps everything else in its thread.
+lowercase, ≤ 80 characters; renamed after the root-cause service once the diagnosis names
+one, since the id's slug is the symptom the alerts pointed at), sets its topic, invites the
+responders — every approver of the namespace, user groups resolved to their members — posts
+and pins the summary, and announces the incident in the incidents channel. Thread mode posts
+the summary in the incidents channel and keeps everything else in its thread.
 
 The summary's reference in `slack_messages` (kind `summary`) is where the incident's channel
 and thread are remembered, so a restarted bot finds them.
@@ -46,6 +47,22 @@ def channel_name(incident_id: str, attempt: int = 0) -> str:
     return base[: NAME_MAX - len(suffix)].rstrip("-") + suffix
 
 
+_INCIDENT_ID = re.compile(r"^inc-(\d{8})-(.+)-([0-9a-f]{4,})$")
+
+
+def root_cause_name(incident_id: str, service: str, attempt: int = 0) -> str:
+    """The channel's name once the diagnosis names the root cause: the service the alerts
+    pointed at (`inc-20260105-frontend-3f2a`) replaced by the root cause's
+    (`inc-20260105-geo-3f2a`). Ids of another shape keep their name."""
+    base = channel_name(incident_id)
+    found = _INCIDENT_ID.match(base)
+    root = _NOT_NAME.sub("-", service.lower()).strip("-_")[:20].rstrip("-")
+    if found is None or not root:
+        return channel_name(incident_id, attempt)
+    date, _, suffix = found.groups()
+    return channel_name(f"inc-{date}-{root}-{suffix}", attempt)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Location:
     """Where an incident's messages go: a channel, and in thread mode the summary's thread."""
@@ -75,6 +92,7 @@ class IncidentChannels:
         self._clock = clock
         self._bot_user_id = bot_user_id
         self._incidents_channel: str | None = None
+        self._named: set[str] = set()  # incidents whose channel follows the root cause
         self._lock = threading.Lock()
 
     def locate(self, incident_id: str) -> Location | None:
@@ -123,6 +141,41 @@ class IncidentChannels:
             self._invite_responders(incident, location.channel)
             self._announce(incident, location.channel)
         return location
+
+    def follow_root_cause(self, incident: Incident, service: str) -> None:
+        """Name the incident's channel after its diagnosed root cause, not the symptom the
+        alerts pointed at (`#inc-…-frontend-…` → `#inc-…-geo-…`), and say it in the topic.
+        Once per incident and process; a failure is logged and the old name stays."""
+        if self._settings.channel_mode is not ChannelMode.CHANNEL or not service:
+            return
+        with self._lock:
+            if incident.id in self._named:
+                return
+            self._named.add(incident.id)
+        location = self.locate(incident.id)
+        if location is None:
+            return
+        if root_cause_name(incident.id, service) == channel_name(incident.id):
+            return
+        for attempt in range(10):
+            name = root_cause_name(incident.id, service, attempt)
+            try:
+                self._slack.rename_channel(location.channel, name)
+                break
+            except SlackCallFailed as e:
+                if e.error == "name_taken":
+                    found = self._slack.find_channel(name)
+                    if found is not None and found[0] == location.channel:
+                        break  # renamed already (a restart)
+                    continue
+                logger.warning("incident %s: cannot rename its channel: %s", incident.id, e.error)
+                return
+        try:
+            self._slack.set_topic(
+                location.channel, f"{incident.id}: root cause {service} — {incident.title}"
+            )
+        except SlackCallFailed as e:
+            logger.warning("incident %s: cannot set the topic: %s", incident.id, e.error)
 
     def remember(
         self,

@@ -46,7 +46,7 @@ RBAC_HINT = "manifests/kustomize/base (rbac.yaml)"
 #: Every scope the bot token needs, and why (the Web API methods and events that need it).
 SLACK_BOT_SCOPES: dict[str, str] = {
     "channels:join": "conversations.join: join the incident and digest channels",
-    "channels:manage": "conversations.create/invite/setTopic: one channel per incident",
+    "channels:manage": "conversations.create/invite/setTopic/rename: one channel per incident",
     "channels:read": "conversations.list/members: find channels and who is in them",
     "chat:write": "chat.postMessage/update/postEphemeral: every message",
     "commands": "the /stratus slash command",

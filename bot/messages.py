@@ -118,6 +118,11 @@ class IncidentMessages:
     def incident(self, incident_id: str) -> Incident:
         return incident_from_row(self._store.incidents.get(incident_id))
 
+    def root_cause(self, incident: Incident) -> str:
+        """The latest diagnosis's root-cause service ('' before the first diagnosis)."""
+        row = self._store.diagnoses.latest(incident.id)
+        return diagnosis_from_json(row.body).root_cause_service if row is not None else ""
+
     def summary(self, incident: Incident) -> Message:
         diagnosis_row = self._store.diagnoses.latest(incident.id)
         diagnosis = diagnosis_from_json(diagnosis_row.body) if diagnosis_row else None

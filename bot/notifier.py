@@ -96,7 +96,9 @@ class SlackNotifier:
                 with self._lock:
                     self._findings[event.incident.id] = event.findings
                 self.sync_later(event.incident.id)
-            elif isinstance(event, AlertsUpdated):
+            elif isinstance(event, AlertsUpdated) and event.new:
+                # Only alerts that joined are news; resolutions ("3 resolved", "2 resolved",
+                # …) are noise at 3 a.m. and show in the summary and the closing message.
                 self._post_alerts_later(event)
 
     def _count(self, event: IncidentEvent) -> None:
@@ -167,6 +169,9 @@ class SlackNotifier:
             summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
             location = self._channels.open(incident, summary.message)
             self._remember_digest(summary.key, summary.message)
+        diagnosis = next((w for w in wanted if w.kind is MessageKind.DIAGNOSIS), None)
+        if diagnosis is not None:
+            self._channels.follow_root_cause(incident, self._messages.root_cause(incident))
         existing = {
             (r.kind, r.ref or ""): r
             for r in self._store.slack_messages.find(incident_id=incident_id)

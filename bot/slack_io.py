@@ -300,6 +300,12 @@ class SlackIO:
             lambda: self.client.conversations_setTopic(channel=channel, topic=topic[:250]),
         )
 
+    def rename_channel(self, channel: str, name: str) -> None:
+        self._call(
+            "conversations.rename",
+            lambda: self.client.conversations_rename(channel=channel, name=name),
+        )
+
     def pin(self, channel: str, ts: str) -> None:
         self._call("pins.add", lambda: self.client.pins_add(channel=channel, timestamp=ts))
 

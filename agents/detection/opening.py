@@ -54,7 +54,8 @@ def baseline_mu(severity: Severity, weight: float) -> float:
 def title_for(primary: Alert, scope: Scope, count: int) -> str:
     subject = primary.service or scope.namespace
     what = primary.annotations.get("summary") or primary.name
-    title = redact_text(f"{subject}: {what}")
+    # The scan's summaries already start with their service ("geo: 69% of requests fail").
+    title = redact_text(what if what.startswith(f"{subject}: ") else f"{subject}: {what}")
     if count > 1:
         title += f" (+{count - 1} more alert{'s' if count > 2 else ''})"
     if len(title) > TITLE_MAX:

@@ -232,7 +232,8 @@ def _container_finding(
             namespace=namespace,
             subject=subject,
             severity="critical",
-            summary=f"{c.name} in {pod.name} is crash-looping ({c.restart_count} restarts, "
+            summary=f"{c.name} in {pod.name} is crash-looping ({c.restart_count} "
+            f"restart{'' if c.restart_count == 1 else 's'}, "
             f"last exit {c.last_terminated_reason or c.last_exit_code or 'unknown'})",
             for_s=config.waiting_for_s,
             family=CLUSTER,
@@ -270,7 +271,8 @@ def _container_finding(
             namespace=namespace,
             subject=subject,
             severity="warning",
-            summary=f"{c.name} in {pod.name} was OOMKilled ({c.restart_count} restarts)",
+            summary=f"{c.name} in {pod.name} was OOMKilled ({c.restart_count} "
+            f"restart{'' if c.restart_count == 1 else 's'})",
             for_s=0.0,
             family=CLUSTER,
             labels={**labels, "reason": "OOMKilled"},

@@ -233,7 +233,11 @@ class Collector:
                     summary=f"{service}: {short_reason(symptoms)}; {symptoms.ready}/"
                     f"{symptoms.total} pods ready"
                     + (f", desired {workload.replicas}" if workload else "")
-                    + (f", {symptoms.restarts} restarts" if symptoms.restarts else ""),
+                    + (
+                        f", {symptoms.restarts} restart{'' if symptoms.restarts == 1 else 's'}"
+                        if symptoms.restarts
+                        else ""
+                    ),
                     service=service,
                     detail="\n".join([head, *(describe_pod(p) for p in pods[:10])]),
                     redactor=self.redactor,
@@ -246,7 +250,8 @@ class Collector:
                     key="pods:healthy",
                     kind=EvidenceKind.POD_STATE,
                     source=f"pods/{obs.scope.namespace}",
-                    summary=f"{len(healthy)} services with all pods ready and no restarts",
+                    summary=f"{len(healthy)} service{'' if len(healthy) == 1 else 's'} with "
+                    "all pods ready and no restarts",
                     detail=", ".join(healthy),
                     redactor=self.redactor,
                     relevance=0.15,

@@ -187,7 +187,9 @@ def _item(collector: Collector, obs: Observations, tail: LogTail, keep: int) -> 
     )
     which = "previous container log" if tail.previous else "log"
     summary = f"{tail.pod} {which}: " + (
-        f"{len(errors)} error lines, e.g. {first.strip()}" if errors else "no error lines"
+        f"{len(errors)} error line{'' if len(errors) == 1 else 's'}, e.g. {first.strip()}"
+        if errors
+        else "no error lines"
     )
     if tail.older:
         summary += f" ({tail.older} older lines from before the incident not used)"

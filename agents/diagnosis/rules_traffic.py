@@ -73,7 +73,7 @@ def service_ports(facts: Facts, service: str) -> Iterator[Candidate]:
                 confidence=0.93 if touches or service in facts.blame else 0.85,
                 explanation=f"Service {svc.name} sends port {p.port} to targetPort "
                 f"{p.target_port}, which no container of {service} listens on ({_ports(ports)})"
-                + (f" while {ready} pods are Ready" if ready else "")
+                + (f" while {ready} pod{' is' if ready == 1 else 's are'} Ready" if ready else "")
                 + ("; callers' connections are refused" if service in facts.blame else ""),
                 rule="service-target-port",
                 keys=(*keys, *touch_keys(touches)),

@@ -14,6 +14,9 @@ from lab.bench.facts import IncidentFacts, RunFacts
 from lab.bench.runner import Runner
 from lab.bench.session import Session
 
+#: Lab seconds between an undo and the μ the summary reports for it.
+UNDO_SETTLE_S = 60.0
+
 
 def _since(first: float | None, at: float | None) -> float | None:
     if first is None or at is None:
@@ -44,11 +47,18 @@ def run_headless(loaded: LoadedScenario, *, seed: int, undo: bool) -> dict[str, 
         tx = summary["transaction"]
         if undo and tx is not None and tx["status"] == TransactionStatus.COMMITTED.value:
             result = session.brain.undoer.undo(TransactionId(tx["id"]), actor="demo")
+            # The undo measures μ the instant it has written. On the stepped lab no time has
+            # passed then, so the restored fault has had no effect yet (μ 0.0, where the live
+            # demo, whose clock runs on, showed the fault's μ again). Let lab time pass as the
+            # live demo would before saying what the undo left.
+            session.world.advance(UNDO_SETTLE_S)
+            settled = session.brain.engine.measure(session.scope)
             summary["undo"] = {
                 "status": result.status.value,
                 "message": result.message,
                 "restored": result.restored,
-                "mu_after": result.mu_after,
+                "mu_after": settled.mu,
+                "mu_after_s": UNDO_SETTLE_S,
             }
         return summary
 

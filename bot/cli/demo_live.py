@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agents.model import IncidentState
+from agents.errors import StratusError
+from agents.model import IncidentState, Scope
 from agents.tnr import TnrLimits
 from bot.config import load_settings
 from bot.runtime import BotRuntime
@@ -46,9 +47,14 @@ defaults:
     medium: ["@sre-approvers"]
     high: ["@sre-approvers"]
   two_person_rule: high
-  approval_ttl: 30m
+  approval_ttl: {ttl}
   attempts: 3
 """
+#: How long a plan waits for approval, in real minutes (the policy counts lab time).
+APPROVAL_REAL_MIN = 30
+#: Wall seconds the demo waits, after putting the lab back, for it to measure healthy.
+QUIET_MAX_S = 600.0
+CLUSTER = "lab"
 
 Say = Callable[[str], None]
 
@@ -64,6 +70,8 @@ class LiveOptions:
     # Wall seconds a closed incident's end state stays as it is before the lab is put back,
     # so a viewer can press Undo and watch it take effect; the reset would otherwise race it.
     linger_s: float = 60.0
+    # Wall seconds after the lab is put back, so its alerts resolve before the next fault.
+    settle_s: float = 30.0
     seed: int = 7
 
 
@@ -82,6 +90,10 @@ class LiveDemo:
     def apps(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.scenario.app for s in self._o.scenarios))
 
+    @property
+    def scenario_ids(self) -> tuple[str, ...]:
+        return tuple(s.scenario.id for s in self._o.scenarios)
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -90,8 +102,6 @@ class LiveDemo:
         home.mkdir(parents=True, exist_ok=True)
         for stale in home.glob("stratus.db*"):
             stale.unlink()  # a fresh incident history every run
-        self.ws = SlackWorkspace(WorkspaceConfig(port=self._o.workspace_port))
-        self.ws.start()
         kubeconfig = home / "kubeconfig"
         self.world = world = LabWorld(
             WorldConfig(
@@ -107,9 +117,21 @@ class LiveDemo:
                 start=datetime.now(UTC).replace(microsecond=0),
             )
         ).start()
+        # The workspace runs on the lab's clock, so the times of its messages and the times
+        # Stratus writes in them agree, and the page says the clock runs fast.
+        self.ws = SlackWorkspace(
+            WorkspaceConfig(
+                port=self._o.workspace_port,
+                clock_note=f"lab time (UTC), {self._o.speed:g}× real time",
+            ),
+            clock=world.clock.time,
+        )
+        self.ws.start()
         self._say("Starting the lab cluster and its apps…")
         world.wait_healthy(timeout_s=600)
-        (home / "policy.yaml").write_text(POLICY)
+        (home / "policy.yaml").write_text(
+            POLICY.format(ttl=f"{round(APPROVAL_REAL_MIN * self._o.speed)}m")
+        )
         values = {
             "SLACK_BOT_TOKEN": self.ws.config.bot_token,
             "SLACK_APP_TOKEN": self.ws.config.app_token,
@@ -120,7 +142,7 @@ class LiveDemo:
             "STRATUS_HTTP_PORT": "0",
             "STRATUS_DATABASE_URL": f"sqlite:///{home / 'stratus.db'}",
             "KUBECONFIG": str(kubeconfig),
-            "STRATUS_CLUSTER_NAME": "lab",
+            "STRATUS_CLUSTER_NAME": CLUSTER,
             "STRATUS_NAMESPACES": ",".join(self.apps),
             "STRATUS_POLICY_FILE": str(home / "policy.yaml"),
             "STRATUS_SCAN_INTERVAL_S": "10",
@@ -146,13 +168,18 @@ class LiveDemo:
             housekeeping_interval_s=5.0,
         )
         if self._stack is not None:
-            self._start_stack_then_bot(values, options)
+            values = self._start_stack_then_bot(values, options)
         else:
             self.runtime = BotRuntime(build_services(load_settings(values), options))
             self.runtime.start()
             self._forwarder.url = f"{self.runtime.http_url}/alerts/alertmanager"
+        # The bot's settings, for `stratus doctor` (or a second `stratus run`) against the
+        # demo: `env $(cat .stratus-demo/stratus.env) stratus doctor`. Lab credentials only.
+        (home / "stratus.env").write_text(
+            "".join(f"{key}={value}\n" for key, value in sorted(values.items()))
+        )
 
-    def _start_stack_then_bot(self, values: dict[str, str], options: Options) -> None:
+    def _start_stack_then_bot(self, values: dict[str, str], options: Options) -> dict[str, str]:
         assert self._stack is not None
         # The bot needs Prometheus's URL and Alertmanager needs the bot's: start the bot on a
         # fixed free port first, then the stack pointing at it.
@@ -165,6 +192,7 @@ class LiveDemo:
         values["STRATUS_PROMETHEUS_URL"] = self._stack.prometheus_url
         self.runtime = BotRuntime(build_services(load_settings(values), options))
         self.runtime.start()
+        return values
 
     def banner(self) -> str:
         assert self.ws is not None and self.world is not None and self.runtime is not None
@@ -180,11 +208,15 @@ class LiveDemo:
                 "",
                 f"  Slack workspace:  {self.ws.url}   (open it in a browser; pick who you are)",
                 f"  kubeconfig:       {kubeconfig}",
+                f"  bot settings:     {self._o.home / 'stratus.env'}   "
+                f"(env $(cat {self._o.home / 'stratus.env'}) stratus doctor)",
                 f"                    kubectl --kubeconfig {kubeconfig} get pods -A",
                 f"  bot endpoints:    {self.runtime.http_url}  (/healthz /readyz /metrics)",
                 f"  alerting:         {alerting}",
                 f"  scenarios:        {names}",
-                f"  lab time:         {self._o.speed:g}× real time",
+                f"  lab time:         {self._o.speed:g}× real time (the times in the workspace"
+                " and in Stratus's messages are lab time; a plan waits "
+                f"{APPROVAL_REAL_MIN} real minutes for approval)",
                 "",
                 "  Ctrl-C stops everything.",
                 "",
@@ -232,18 +264,44 @@ class LiveDemo:
         )
         if self._stop.wait(self._o.linger_s):
             return
+        # An Undo during the linger brings the fault back, and with it a new incident: the lab
+        # is put back only once that one is closed too (never under an open incident).
+        if not self._wait_closed(self._incident_ids(), quiet_ok=True):
+            return
         self._say(f"Scenario {scenario.id}: putting the lab back for the next one.")
         for injection in reversed(injections):
             fault(injection.fault_id).recover(self.world, injection)
-        self._stop.wait(30)
+        self._stop.wait(self._o.settle_s)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        """Wait until every app measures healthy (μ 0: no alert firing, SLOs met), at most
+        `QUIET_MAX_S`. An alert still firing from the scenario just put back would otherwise
+        be read as that closed incident's (by design: alerts outlive their failure), and the
+        next scenario's failure, showing through the same alert, would open no incident."""
+        assert self.runtime is not None
+        engine = self.runtime.services.brain.engine
+        scopes = [Scope(cluster=CLUSTER, namespace=app) for app in self.apps]
+        started = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if all(engine.measure(scope).mu <= 0 for scope in scopes):
+                    return
+            except StratusError as e:
+                logger.info("demo: the lab's health is unknown yet: %s", e)
+            if time.monotonic() - started > QUIET_MAX_S:
+                self._say(f"  the lab is still not healthy after {QUIET_MAX_S:g}s; going on")
+                return
+            self._stop.wait(2)
 
     def _incident_ids(self) -> set[str]:
         assert self.runtime is not None
         store = self.runtime.services.store
         return {row.id for row in store.incidents.list_by_state(*[s.value for s in IncidentState])}
 
-    def _wait_closed(self, earlier: set[str]) -> bool:
-        """Wait until the incidents this scenario opened are closed and none is open at all.
+    def _wait_closed(self, earlier: set[str], *, quiet_ok: bool = False) -> bool:
+        """Wait until the incidents this scenario opened are closed and none is open at all
+        (`quiet_ok`: also when it opened none).
 
         No time limit: the lab is never put back under an open incident (a plan may wait for a
         person's approval for as long as they like). False only when the demo is stopping."""
@@ -258,7 +316,7 @@ class LiveDemo:
                     seen.add(row.id)
                     self._say(f"  incident {row.id}: {row.title}")
             open_ids = [r.id for r in rows if r.state != IncidentState.CLOSED.value]
-            if seen and not open_ids:
+            if (seen or quiet_ok) and not open_ids:
                 return True
             if open_ids and time.monotonic() - reminded > 300:
                 reminded = time.monotonic()

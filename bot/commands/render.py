@@ -184,7 +184,7 @@ def render_incident(
     if transactions:
         lines = (
             f"`{escape(x.id)}` {x.status} — μ {t.mu(x.mu_before)} → {t.mu(x.mu_after)}"
-            + (f" ({esc(x.reason, 200)})" if x.reason else "")
+            + (f" ({t.people(esc(x.reason, 200))})" if x.reason else "")
             for x in transactions
         )
         blocks.append(section("*Transactions*\n" + bullet_lines(lines, limit=2800)))

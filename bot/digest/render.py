@@ -17,7 +17,8 @@ def digest_title(digest: Digest) -> str:
 def digest_text(digest: Digest) -> str:
     """One line: the notification, and the fallback where blocks do not show."""
     return (
-        f"{digest.total('opened')} incident(s) opened, {digest.total('resolved')} resolved, "
+        f"{t.plural(digest.total('opened'), 'incident')} opened, "
+        f"{digest.total('resolved')} resolved, "
         f"{digest.total('open_incidents')} open, {digest.total('pending_approvals')} waiting "
         "for approval"
     )
@@ -27,7 +28,8 @@ def _namespace_blocks(n: NamespaceDigest) -> list[Block]:
     health = (
         ":large_green_circle: nothing open"
         if n.healthy
-        else f":red_circle: {n.open_incidents} open incident(s), worst μ {t.mu(n.worst_mu)}"
+        else f":red_circle: {t.plural(n.open_incidents, 'open incident')}, "
+        f"worst μ {t.mu(n.worst_mu)}"
     )
     return [
         section(f"*{escape(n.namespace)}* — {health}"),

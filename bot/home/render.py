@@ -61,7 +61,7 @@ def _transaction_block(tx: TransactionRecord) -> Block:
     about = f" · {escape(tx.incident_id)}" if tx.incident_id else ""
     return section(
         f"`{escape(tx.id)}` {where}{about} — committed {t.when(tx.ended_at or tx.started_at)}\n"
-        f"μ {t.mu(tx.mu_before)} → {t.mu(tx.mu_after)} · {esc(tx.reason or '', 500)}",
+        f"μ {t.mu(tx.mu_before)} → {t.mu(tx.mu_after)} · {t.people(esc(tx.reason or '', 500))}",
         accessory=undo_button(tx.id),
     )
 

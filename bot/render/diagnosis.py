@@ -42,7 +42,10 @@ def parse_details_value(value: str) -> int | None:
 
 def _evidence_line(item: Evidence) -> str:
     where = f" `{escape(item.service)}`" if item.service else ""
-    return f"• _{item.kind.value}_{where}: {esc(item.summary, 300)}"
+    summary = item.summary
+    if item.service and summary.startswith(f"{item.service}: "):
+        summary = summary[len(item.service) + 2 :]  # the service is named once, in code
+    return f"• _{item.kind.value}_{where}: {t.people(esc(summary, 300))}"
 
 
 def evidence_text(diagnosis: Diagnosis) -> str:
@@ -75,11 +78,12 @@ def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, ref: str) -> M
                 ("Category", str(top.category)),
                 ("Confidence", t.percent(top.confidence)),
                 ("Reasoner", escape(diagnosis.reasoner)),
-                ("Evidence", f"{len(diagnosis.evidence)} item(s)"),
+                ("Evidence", t.plural(len(diagnosis.evidence), "item")),
             ]
         ),
     ]
-    if diagnosis.summary and diagnosis.summary != top.explanation:
+    if diagnosis.summary and top.explanation not in diagnosis.summary:
+        # The offline summary is "service: category (confidence) — explanation": all shown.
         blocks.append(section(escape(diagnosis.summary)))
     cited = [diagnosis.evidence[i] for i in top.evidence if 0 <= i < len(diagnosis.evidence)]
     strongest = (cited or list(diagnosis.evidence))[:EVIDENCE_SHOWN]

@@ -60,8 +60,12 @@ def render_opened(
     ]
     if lines:
         blocks.append(section("*Alerts*\n" + "\n".join(lines)))
-    if findings:
-        blocks.append(context(*(esc(f, 400) for f in list(findings)[:5])))
+    # μ0's findings name the firing alerts too ("alert GeoDown firing (geo)"): the list above
+    # already shows those, so only the other findings are added.
+    listed = tuple(f"alert {a.name} " for a in alerts)
+    other = [f for f in findings if not f.startswith(listed)] if lines else list(findings)
+    if other:
+        blocks.append(context(*(esc(f, 400) for f in other[:5])))
     blocks.append(context("Stratus is collecting evidence; the diagnosis follows here."))
     return Message(text=f"Incident {incident.id} opened: {incident.title}", blocks=tuple(blocks))
 
@@ -99,7 +103,8 @@ def render_summary(
         plan_text = f"{esc(plan.describe(), 1500)} ({plan.status.value})"
     recent = list(timeline)[-TIMELINE_SHOWN:]
     lines = [
-        f"`{t.clock_time(e.at)}` {t.state_label(e.state)} — {esc(e.message, 240)}" for e in recent
+        f"`{t.clock_time(e.at)}` {t.state_label(e.state)} — {t.people(esc(e.message, 240))}"
+        for e in recent
     ]
     if len(timeline) > TIMELINE_SHOWN:
         lines.insert(0, f"… {len(timeline) - TIMELINE_SHOWN} earlier events")
@@ -128,13 +133,10 @@ def render_summary(
 
 
 def render_alerts_updated(event: AlertsUpdated) -> Message:
-    names = sorted({a.name for a in event.new})
-    shown = ", ".join(escape(n) for n in names[:10])
-    more = f" +{len(names) - 10}" if len(names) > 10 else ""
-    detail = f" ({shown}{more})" if names else ""
+    # `event.text` already names the new alerts: say it once.
     return Message(
         text=f"{event.incident_id}: {event.text}",
-        blocks=(context(f":bell: {escape(event.text)}{detail}"),),
+        blocks=(context(f":bell: {escape(event.text)}"),),
     )
 
 

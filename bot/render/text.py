@@ -3,6 +3,7 @@ confidences read in Slack."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from agents.model import IncidentState, Risk
@@ -81,6 +82,22 @@ def person(user_id: str) -> str:
     if user_id and user_id[0] in "UW" and user_id[1:].isalnum() and user_id.isupper():
         return f"<@{user_id}>"
     return f"`{user_id}`"
+
+
+#: A Slack user id (U…/W…, 9 to 11 characters), bare or as an escaped mention.
+_USER_ID = re.compile(r"&lt;@([UW][A-Z0-9]{8,10})&gt;|(?<![<@\w])([UW][A-Z0-9]{8,10})\b")
+
+
+def people(text: str) -> str:
+    """`text` (already escaped) with every Slack user id made a mention: the agents name
+    people by id ("undone by U0ALICE01") or as a mention that escaping broke
+    ("&lt;@U0ALICE01&gt;"), and a person reads a name."""
+    return _USER_ID.sub(lambda m: f"<@{m.group(1) or m.group(2)}>", text)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """`1 pod`, `2 pods` (`nouns` for irregular plurals)."""
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
 def percent(value: float) -> str:

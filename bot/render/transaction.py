@@ -59,6 +59,18 @@ _STATUS_LINE = {
 _HELD_MARK = " — held: "
 
 
+#: Past these the progress message has nothing left to show (see `render_outcome`).
+_ENDED = frozenset(
+    {
+        TransactionStatus.COMMITTED,
+        TransactionStatus.ABORTED,
+        TransactionStatus.ESCALATED,
+        TransactionStatus.UNDOING,
+        TransactionStatus.UNDONE,
+    }
+)
+
+
 def _bar(done: int, total: int) -> str:
     if total <= 0:
         return ""
@@ -69,6 +81,21 @@ def _bar(done: int, total: int) -> str:
 def render_transaction(plan: Plan, tx: TransactionRecord, progress: Progress | None) -> Message:
     """One message per transaction, updated in place as it runs."""
     status = _STATUS_LINE.get(tx.status, tx.status.value)
+    if tx.status in _ENDED:
+        # The outcome message below says what happened, with the figures (and Undo): this
+        # one only closes the progress it showed, so nothing is said twice.
+        where = (
+            "the outcome and Undo are below"
+            if tx.status is TransactionStatus.COMMITTED
+            else ("the outcome is below")
+        )
+        return Message(
+            text=f"Transaction {tx.id}: {status}",
+            blocks=(
+                section(f"*Transaction `{tx.id}`* — {status} · {where}."),
+                context(f"Started {t.when(tx.started_at)} · ended {t.when(tx.ended_at)}"),
+            ),
+        )
     lines = [f"*Transaction `{tx.id}`* — {status}", esc(plan.describe(), 1200)]
     if progress is not None and tx.status in (
         TransactionStatus.OPEN,
@@ -83,7 +110,7 @@ def render_transaction(plan: Plan, tx: TransactionRecord, progress: Progress | N
         if progress.mu is not None:
             lines.append(f"μ now {t.mu(progress.mu)}")
     elif tx.reason:
-        lines.append(esc(tx.reason, 800))
+        lines.append(t.people(esc(tx.reason, 800)))
     return Message(
         text=f"Transaction {tx.id}: {status}",
         blocks=(
@@ -172,13 +199,13 @@ def render_outcome(
 ) -> Message:
     """How the transaction ended. A committed one carries Undo until it is undone."""
     blocks: list[Block] = []
-    reason = esc(tx.reason or "", 1500)
+    reason = t.people(esc(tx.reason or "", 1500))
     if tx.status is TransactionStatus.UNDONE:
+        # Who and what; the undo result below gives what was restored and μ now.
         by = f" by {t.person(undone_by)}" if undone_by else ""
         blocks.append(
             section(
-                f":rewind: *`{tx.id}` was undone{by}* — {esc(plan.describe(), 1200)} was "
-                f"reverted. μ now {t.mu(tx.mu_after)} (baseline μ0 {t.mu(tx.mu0)})."
+                f":rewind: *Undone{by}* — `{tx.id}`: {esc(plan.describe(), 1200)} was reverted."
             )
         )
     elif tx.status in (TransactionStatus.COMMITTED, TransactionStatus.UNDOING):
@@ -215,7 +242,7 @@ def render_outcome(
                 "snapshot and restore."
             )
         )
-    figures = _figures(tx.validation)
+    figures = _figures(tx.validation) if tx.status is not TransactionStatus.UNDONE else []
     if figures:
         blocks.append(fields(figures))
     if tx.status is TransactionStatus.COMMITTED:
@@ -224,9 +251,6 @@ def render_outcome(
         blocks.append(actions(finish_button(tx.id), block_id=f"undo-{tx.id}"))
     elif tx.status is TransactionStatus.UNDOING:
         blocks.append(context(":rewind: Undo in progress…"))
-    elif tx.status is TransactionStatus.UNDONE:
-        by = f" by {t.person(undone_by)}" if undone_by else ""
-        blocks.append(context(f":rewind: Undone{by}."))
     return Message(
         text=f"{incident.id}: transaction {tx.id} {tx.status.value}", blocks=tuple(blocks)
     )
@@ -235,13 +259,18 @@ def render_outcome(
 def render_undo_done(
     tx: TransactionRecord, *, actor: str, restored: int, overwritten: int = 0
 ) -> Message:
-    extra = f" (overwrote {overwritten} later change(s), as confirmed)" if overwritten else ""
+    extra = (
+        f" (overwrote {t.plural(overwritten, 'later change')}, as confirmed by {t.person(actor)})"
+        if overwritten
+        else ""
+    )
     return Message(
         text=f"Transaction {tx.id} undone",
         blocks=(
             section(
-                f":rewind: *Undone `{tx.id}`* by {t.person(actor)}: restored {restored} "
-                f"object(s){extra}. μ now {t.mu(tx.mu_after)}."
+                f":rewind: *Undo of `{tx.id}` finished*: restored "
+                f"{t.plural(restored, 'object')}{extra}. μ now {t.mu(tx.mu_after)} "
+                f"(baseline μ0 {t.mu(tx.mu0)})."
             ),
         ),
     )

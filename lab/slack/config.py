@@ -196,6 +196,9 @@ class WorkspaceConfig:
     response_url_max_uses: int = 5
     host: str = "127.0.0.1"
     port: int = 0
+    #: What the page says about its clock, e.g. "lab time, 4× real time" when the workspace
+    #: runs on a lab clock (message times then match the times in the app's messages).
+    clock_note: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkspaceConfig:

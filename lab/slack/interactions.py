@@ -306,6 +306,17 @@ class Interactions:
             return None
         return await self.dispatcher.deliver(EnvelopeKind.INTERACTIVE, payload)
 
+    async def reload_client(self, user_ref: str) -> None:
+        """The user reloaded the page: like a Slack client restarting, it shows no modal
+        (Slack sends no `view_closed` for this; the app's views simply end)."""
+        user = self.user(user_ref)
+        with self.state.lock:
+            stack = self.state.modal_stacks.get(user.id, [])
+            if not stack:
+                return
+            stack.clear()
+        self.state.touch()
+
     # ------------------------------------------------------------------ events
 
     async def open_app_home(self, user_ref: str) -> Delivery | None:

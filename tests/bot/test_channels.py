@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.channels import NAME_MAX, channel_name
+from bot.channels import NAME_MAX, channel_name, root_cause_name
 
 
 def test_the_name_comes_from_the_incident_id() -> None:
@@ -22,3 +22,13 @@ def test_names_are_always_valid_slack_channel_names(incident_id: str, attempt: i
     assert re.fullmatch(r"[a-z0-9_-]+", name) and len(name) <= NAME_MAX
     assert name.startswith("inc-")
     assert name != channel_name(incident_id, attempt + 1)
+
+
+def test_the_name_follows_the_diagnosed_root_cause() -> None:
+    assert root_cause_name("INC-20260105-frontend-3f2a", "geo") == "inc-20260105-geo-3f2a"
+    assert root_cause_name("INC-20260105-frontend-3f2a", "geo", 1) == "inc-20260105-geo-3f2a-2"
+    assert root_cause_name("INC-20260105-geo-3f2a", "geo") == channel_name("INC-20260105-geo-3f2a")
+    assert root_cause_name("INC-20260105-a-b-3f2a09", "Mongo DB_geo") == (
+        "inc-20260105-mongo-db_geo-3f2a09"
+    )
+    assert root_cause_name("odd-id", "geo") == channel_name("odd-id")

@@ -99,12 +99,20 @@ def test_approve_refuse_and_undo_in_the_browser(demo: LiveDemo, tmp_path: Path) 
         expect(page.get_by_text("Root cause").first).to_be_visible()
         shot(page, tmp_path, "demo-diagnosis-and-plan")
 
-        # Someone without approval rights, in the channel, tries and is refused privately.
+        # Someone without approval rights who is not in the channel tries: Slack cannot show
+        # her an ephemeral message there, so the refusal comes as a direct message.
         channel_id = incident.first.get_attribute("data-channel-id")
         assert channel_id is not None
-        demo.ws.join_channel("U0CAROL03", channel_id)
         page.get_by_test_id("user-picker").select_option(label="Carol Viewer")
         page.locator(f'[data-testid="channel-link"][data-channel-id="{channel_id}"]').click()
+        page.get_by_test_id("button-stratus_approve").last.click()
+        toast = page.get_by_test_id("toast").filter(has_text="not an approver")
+        expect(toast.first).to_be_visible(timeout=60_000)
+        expect(page.get_by_test_id("app-dm-count")).to_have_text("1")
+        shot(page, tmp_path, "demo-refused-dm")
+
+        # In the channel, the refusal is an ephemeral message.
+        demo.ws.join_channel("U0CAROL03", channel_id)
         page.get_by_test_id("button-stratus_approve").last.click()
         refusal = page.locator('[data-testid="message"][data-ephemeral="true"]')
         expect(refusal.last).to_contain_text("not an approver", timeout=60_000)
@@ -133,7 +141,11 @@ def test_approve_refuse_and_undo_in_the_browser(demo: LiveDemo, tmp_path: Path) 
         expect(modal).to_have_attribute("data-callback-id", "stratus_undo_status")
         expect(modal).to_contain_text("Undone", timeout=120_000)
         shot(page, tmp_path, "demo-undo-modal")
-        page.get_by_test_id("modal-cancel").click()
+        # A reload is a fresh client: the modal does not come back.
+        page.reload()
+        expect(page.get_by_test_id("channel-link").first).to_be_visible(timeout=30_000)
+        expect(page.get_by_test_id("modal")).to_be_hidden(timeout=30_000)
+        assert demo.ws.views("U0ALICE01") == []
         deadline = time.monotonic() + 120
         while target_port(demo) != 9999 and time.monotonic() < deadline:
             page.wait_for_timeout(250)

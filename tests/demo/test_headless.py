@@ -41,6 +41,19 @@ def test_a_fixable_scenario_commits_resolves_and_undoes(tmp_path: Path) -> None:
     assert 0 <= float(timings["detect_s"]) <= float(timings["mitigate_s"])
 
 
+def test_without_a_scenario_the_demos_first_runs_and_its_undo_shows_the_fault_again(
+    tmp_path: Path,
+) -> None:
+    code, summary, output = run(tmp_path, "--undo")
+    assert code == 0, output
+    assert "no --scenario given" in output
+    assert summary["scenario"] == "hotel-wrong-target-port-geo"
+    undo = summary["undo"]
+    # Measured once lab time has passed after the undo: the restored fault shows again.
+    assert isinstance(undo, dict) and undo["status"] == "undone"
+    assert float(undo["mu_after"]) > 0.0 and undo["mu_after_s"] > 0
+
+
 def test_two_concurrent_faults_are_fixed_in_one_transaction_listed_action_by_action(
     tmp_path: Path,
 ) -> None:
@@ -72,6 +85,5 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
         CliRunner().invoke(demo, ["--headless", "--scenario", "hotel-scale-to-zero-rate"]).exit_code
         == 2
     )
-    assert CliRunner().invoke(demo, ["--headless", "--auto-approve"]).exit_code == 2
     unknown = CliRunner().invoke(demo, ["--headless", "--auto-approve", "--scenario", "nope"])
     assert unknown.exit_code == 2 and "no scenario 'nope'" in unknown.output

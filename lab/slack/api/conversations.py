@@ -54,6 +54,45 @@ def create(call: Call) -> JsonObject:
     return {"ok": True, "channel": _json(call, channel)}
 
 
+def rename(call: Call) -> JsonObject:
+    """conversations.rename: a member with the manage scope renames a channel."""
+    args, state = call.args, call.state
+    channel = call.channel(args.required("channel", error="channel_not_found"))
+    if channel.is_im:
+        raise ApiError("method_not_supported_for_channel_type")
+    call.require_scope("groups:write" if channel.is_private else "channels:manage")
+    if channel.is_archived:
+        raise ApiError("is_archived")
+    if call.actor not in channel.members:
+        raise ApiError("not_in_channel")
+    name = args.text("name")
+    if not name:
+        raise ApiError("invalid_name_required")
+    if len(name) > NAME_MAX:
+        raise ApiError("invalid_name_maxlength")
+    if _PUNCTUATION.match(name):
+        raise ApiError("invalid_name_punctuation")
+    if not _NAME_OK.match(name):
+        raise ApiError("invalid_name_specials")
+    with state.lock:
+        other = state.channel_by_name(name)
+        if other is not None and other.id != channel.id:
+            raise ApiError("name_taken")
+        if channel.name != name:
+            channel.name = name
+            state.add_message(
+                Message(
+                    ts=state.new_ts(),
+                    channel=channel.id,
+                    user=call.actor,
+                    text=f"renamed the channel to #{name}",
+                    subtype="channel_name",
+                )
+            )
+    state.touch()
+    return {"ok": True, "channel": _json(call, channel)}
+
+
 def invite(call: Call) -> JsonObject:
     args, state = call.args, call.state
     channel = call.channel(args.required("channel", error="channel_not_found"))

@@ -55,6 +55,7 @@ METHODS: dict[str, Method] = {
     "conversations.list": Method(handler=conversations.list_),
     "conversations.members": Method(handler=conversations.members),
     "conversations.open": Method(handler=conversations.open_),
+    "conversations.rename": Method(handler=conversations.rename),
     "conversations.replies": Method(handler=conversations.replies),
     "conversations.setTopic": Method(handler=conversations.set_topic),
     "files.completeUploadExternal": Method(handler=files.complete_upload),

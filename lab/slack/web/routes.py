@@ -20,6 +20,7 @@ from aiohttp import WSCloseCode, web
 from lab.slack.delivery.dispatcher import Dispatcher
 from lab.slack.delivery.outcome import Delivery
 from lab.slack.delivery.socket_mode import SocketHub
+from lab.slack.emoji import emoji_script
 from lab.slack.errors import InteractionError
 from lab.slack.interactions import Interactions
 from lab.slack.store import WorkspaceState
@@ -69,6 +70,10 @@ class Page:
 
     async def _asset(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
+        if name == "emoji.js":
+            return web.Response(
+                body=emoji_script(), content_type="application/javascript", charset="utf-8"
+            )
         if name not in _STATIC:
             raise web.HTTPNotFound()
         return web.Response(body=_static(name), content_type=_STATIC[name])
@@ -131,6 +136,9 @@ class Page:
             return await act.submit_view(user, str(body["view_id"]), body.get("inputs") or {})
         if kind == "close":
             return await act.close_view(user, str(body["view_id"]))
+        if kind == "reload":
+            await act.reload_client(user)
+            return None
         if kind == "home":
             return await act.open_app_home(user)
         if kind == "join":

@@ -48,8 +48,15 @@ def snapshot(
             user_id = next((u.id for u in people if not u.is_bot), "")
         else:
             user_id = named.id
+        direct: JsonObject | None = None
         if user_id:
-            state.im_channel(user_id)  # the app's DM, where its Messages tab lives
+            dm = state.im_channel(user_id)  # the app's DM, where its Messages tab lives
+            sent = [m for m in state.messages[dm.id].values() if m.bot_id]
+            direct = {
+                "id": dm.id,
+                "count": len(sent),
+                "latest": sent[-1].text if sent else "",
+            }
         channels = [c for c in state.channels.values() if _visible(c, user_id)]
         current = state.find_channel(channel_id, allow_names=True) if channel_id else None
         if current is None or not _visible(current, user_id):
@@ -78,8 +85,10 @@ def snapshot(
             ],
             "commands": list(cfg.commands),
             "transport": transport,
+            "clock_note": cfg.clock_note,
             "connected": connected,
             "notices": list(state.notices.get(user_id, [])),
+            "direct": direct,
             "channel": _channel(state, current, user_id) if current is not None else None,
             "modal": _modal(state, user_id),
             "home": _home(state, user_id),

@@ -204,7 +204,7 @@ def test_digest_posts_in_the_channel_with_its_chart(bot: Stand) -> None:
     delivery = bot.command("alice", "digest")
     assert "Preparing the digest" in str(delivery.ack_payload)
     posted = bot.ws.wait_for_message("incidents", lambda m: "Stratus digest" in m["text"])
-    assert "1 incident(s) opened" in posted["text"]
+    assert "1 incident opened" in posted["text"]
     files = bot.ws.wait_until(bot.ws.files, TIMEOUT)
     assert files[0]["name"] == "stratus-digest.png"
     bot.ephemeral("incidents", "alice", "Digest posted")

@@ -50,7 +50,7 @@ def test_rendering_is_valid_and_names_quiet_namespaces(seeded: Store) -> None:
     message = render_digest(digest)
     text, blocks = message.payload()
     assert check_message_blocks(blocks) == []
-    assert text.startswith("Stratus digest: 4 incident(s) opened, 2 resolved")
+    assert text.startswith("Stratus digest: 4 incidents opened, 2 resolved")
     shown = str(blocks)
     assert "Quiet, nothing open: `payments`" in shown
     assert "3 opened · 2 resolved · 0 escalated" in shown

@@ -79,7 +79,7 @@ def test_the_digest_and_its_chart_are_posted_and_remembered(
     assert posted.channel == channel
     [message] = workspace.messages("team-sre")
     assert message["ts"] == posted.ts
-    assert message["text"].startswith("Stratus digest: 4 incident(s) opened")
+    assert message["text"].startswith("Stratus digest: 4 incidents opened")
     [_parent, reply] = workspace.messages("team-sre", thread_ts=posted.ts)
     assert reply["files"][0]["id"] == posted.chart_file_id
     assert workspace.file_bytes(str(posted.chart_file_id)).startswith(b"\x89PNG")
@@ -190,4 +190,4 @@ def test_the_running_bot_schedules_and_posts_its_configured_digests(tmp_path: Pa
         assert job.args == ("incidents",)
         run_digest_job("incidents")  # what the scheduler runs at 09:00
         [message] = bot.ws.messages("incidents")
-        assert message["text"].startswith("Stratus digest: 0 incident(s) opened")
+        assert message["text"].startswith("Stratus digest: 0 incidents opened")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agents.model import IncidentState, PlanStatus, TransactionStatus
-from bot.channels import channel_name
+from bot.channels import root_cause_name
 from bot.ids import ActionId, MessageKind
 from lab.faults import fault
 from tests.bot.scenario.conftest import MakeLab
@@ -53,7 +53,9 @@ def test_approve_runs_one_transaction_and_undo_restores_the_object(
     )
     channel, plan_ts = lab.message_ref(incident.id, MessageKind.PLAN) or ("", "")
     info = ws.channel(channel)
-    assert info["name"] == channel_name(incident.id)
+    # Named after the diagnosed root cause (geo), not the symptom the alerts pointed at.
+    assert info["name"] == root_cause_name(incident.id, "geo")
+    assert "-geo-" in info["name"] and "root cause geo" in info["topic"]["value"]
     assert info["name"].startswith("inc-20260105-")
     members = lab.services.slack.members(channel)
     assert {"U0ALICE01", "U0BOB0002"} <= members  # @sre-approvers, resolved to its members

@@ -147,6 +147,19 @@ def test_history_window_and_pagination(workspace: SlackWorkspace, client: WebCli
     )
 
 
+def test_rename(workspace: SlackWorkspace, client: WebClient) -> None:
+    channel = client.conversations_create(name="inc-20260105-frontend-3f2a")["channel"]["id"]
+    renamed = client.conversations_rename(channel=channel, name="inc-20260105-geo-3f2a")
+    assert renamed["channel"]["name"] == "inc-20260105-geo-3f2a"
+    assert workspace.channel(channel)["name"] == "inc-20260105-geo-3f2a"
+    assert workspace.channel_by_name("inc-20260105-frontend-3f2a") is None
+    assert workspace.messages(channel)[-1]["subtype"] == "channel_name"
+    assert client.conversations_rename(channel=channel, name="inc-20260105-geo-3f2a")["ok"]
+    rename = client.conversations_rename
+    assert error_of(lambda: rename(channel=channel, name="incidents")) == "name_taken"
+    assert error_of(lambda: rename(channel=channel, name="Has Caps")) == "invalid_name_specials"
+
+
 def test_set_topic(workspace: SlackWorkspace, client: WebClient) -> None:
     channel = workspace.channel("incidents")["id"]
     result = client.conversations_setTopic(channel=channel, topic="INC-7 · awaiting approval")

@@ -19,6 +19,7 @@ const S = {
   version: -1,
   modalKey: "",
   noticesSeen: {},
+  directSeen: {},
   fetching: false,
   again: false,
   highlight: "",
@@ -63,8 +64,9 @@ function color(id) {
   return `hsl(${hash % 360}, 45%, 45%)`;
 }
 function time(ts) {
+  // UTC, as the app's messages write their times.
   const date = new Date(parseFloat(ts) * 1000);
-  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", timeZone: "UTC" });
 }
 function node(tag, attrs, html) {
   const el = document.createElement(tag);
@@ -163,6 +165,7 @@ function render() {
   renderPanel();
   renderModal();
   renderNotices();
+  renderDirect();
 }
 
 function renderSidebar() {
@@ -188,7 +191,8 @@ function renderSidebar() {
   const inApp = S.view === "home" || (data.channel && data.channel.is_im && S.view === "channel");
   const appLink = node("a", {
     href: "#/home", class: inApp ? "active" : "", "data-testid": "app-home-link",
-  }, `<span class="hash app-dot">${APP_ICON}</span>${esc(data.app.name)}`);
+  }, `<span class="hash app-dot">${APP_ICON}</span>${esc(data.app.name)}` +
+     `<span class="count" data-testid="app-dm-count">${(data.direct && data.direct.count) || ""}</span>`);
   appLink.addEventListener("click", (event) => { event.preventDefault(); openHome(); });
   apps.appendChild(node("li")).appendChild(appLink);
 
@@ -216,6 +220,10 @@ function renderSidebar() {
     status.innerHTML = `<span class="dot ${n ? "on" : ""}"></span>Socket Mode · ` +
       (n ? `${n} connection${n > 1 ? "s" : ""}` : "app not connected");
   }
+  if (data.clock_note) {
+    status.appendChild(node("div", { class: "clock-note", "data-testid": "clock-note" },
+      `🕐 ${esc(data.clock_note)}`));
+  }
 }
 
 function messageNode(message, { inThread, continued }) {
@@ -223,7 +231,7 @@ function messageNode(message, { inThread, continued }) {
   const name = isApp ? S.data.app.name : userName(message.user);
   const classes = ["message"];
   if (message.is_ephemeral) classes.push("ephemeral");
-  if (["channel_topic", "channel_join", "tombstone"].includes(message.subtype)) classes.push("system");
+  if (["channel_topic", "channel_join", "channel_name", "tombstone"].includes(message.subtype)) classes.push("system");
   if (continued) classes.push("continued");
   if (S.highlight && S.highlight === message.ts) classes.push("highlight");
   const item = node("div", {
@@ -549,6 +557,18 @@ function showConfirm(confirm, onYes) {
   overlay.hidden = false;
 }
 
+// A direct message from the app (e.g. a refusal Slack could not show as an ephemeral message
+// because the person is not in the channel) is announced, as Slack notifies a DM.
+function renderDirect() {
+  const direct = S.data.direct;
+  if (!direct) return;
+  const seen = S.directSeen[S.user];
+  S.directSeen[S.user] = direct.count;
+  if (seen === undefined || direct.count <= seen) return;
+  const viewing = S.view === "channel" && S.channel === direct.id;
+  if (!viewing) toast(`${S.data.app.name} (direct message): ${direct.latest}`, "direct");
+}
+
 function renderNotices() {
   const notices = S.data.notices || [];
   const seen = S.noticesSeen[S.user];
@@ -605,5 +625,9 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "Escape") $("confirm-overlay").hidden = true;
 });
 
-refresh().then(() => { if (S.view === "home") act({ action: "home" }); });
+// A reload is a fresh client: no modal is left open (as in Slack).
+refresh().then(() => {
+  act({ action: "reload" });
+  if (S.view === "home") act({ action: "home" });
+});
 connectLive();

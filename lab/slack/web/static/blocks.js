@@ -4,25 +4,8 @@
 (() => {
 "use strict";
 
-const EMOJI = {
-  white_check_mark: "✅", heavy_check_mark: "✔️", x: "❌", warning: "⚠️", rotating_light: "🚨",
-  fire: "🔥", hourglass: "⌛", hourglass_flowing_sand: "⏳", red_circle: "🔴",
-  large_green_circle: "🟢", large_yellow_circle: "🟡", large_orange_circle: "🟠",
-  large_blue_circle: "🔵", white_circle: "⚪", black_circle: "⚫", mag: "🔍",
-  arrows_counterclockwise: "🔄", rewind: "⏪", leftwards_arrow_with_hook: "↩️", bulb: "💡",
-  chart_with_upwards_trend: "📈", chart_with_downwards_trend: "📉", bar_chart: "📊",
-  pushpin: "📌", lock: "🔒", unlock: "🔓", key: "🔑", gear: "⚙️", wrench: "🔧",
-  hammer_and_wrench: "🛠️", rocket: "🚀", tada: "🎉", eyes: "👀", thumbsup: "👍", "+1": "👍",
-  thumbsdown: "👎", "-1": "👎", stop_sign: "🛑", no_entry: "⛔", no_entry_sign: "🚫",
-  information_source: "ℹ️", question: "❓", exclamation: "❗", heavy_plus_sign: "➕",
-  heavy_minus_sign: "➖", memo: "📝", clipboard: "📋", scroll: "📜", books: "📚",
-  package: "📦", robot_face: "🤖", brain: "🧠", stopwatch: "⏱️", clock1: "🕐", calendar: "📆",
-  link: "🔗", sparkles: "✨", zap: "⚡", ambulance: "🚑", construction: "🚧", shield: "🛡️",
-  bust_in_silhouette: "👤", busts_in_silhouette: "👥", wave: "👋", bell: "🔔",
-  arrow_right: "➡️", arrow_up: "⬆️", arrow_down: "⬇️", small_red_triangle_down: "🔻",
-  small_red_triangle: "🔺", large_green_square: "🟩", large_red_square: "🟥",
-  large_yellow_square: "🟨", skull: "💀", boom: "💥", card_index_dividers: "🗂️",
-};
+// The emoji this workspace knows: served from lab/slack/emoji.py as /static/emoji.js.
+const EMOJI = window.SLACK_EMOJI || {};
 
 function esc(text) {
   return String(text == null ? "" : text)
