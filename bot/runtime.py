@@ -21,8 +21,10 @@ from slack_sdk import WebClient
 
 from bot.app import build_app
 from bot.config import SlackMode
-from bot.http.endpoints import Endpoints
+from bot.http.auth import WebhookAuth
+from bot.http.endpoints import ALERTS_PATH, Endpoints
 from bot.http.server import HttpServer, blocking_pool
+from bot.http.slack_gate import SlackGate
 from bot.services import Services
 
 logger = logging.getLogger(__name__)
@@ -33,13 +35,20 @@ class BotRuntime:
         self.services = services
         self.app: App | None = None
         self._http: HttpServer | None = None
+        self._webhook_http: HttpServer | None = None  # with STRATUS_WEBHOOK_PORT
         self._socket: SocketModeHandler | None = None
         self._executor = blocking_pool()
         self.http_port = 0
+        self.webhook_port = 0
 
     @property
     def http_url(self) -> str:
         return f"http://{self.services.settings.http.host}:{self.http_port}"
+
+    @property
+    def webhook_url(self) -> str:
+        """Where Alertmanager posts (its own port with `STRATUS_WEBHOOK_PORT`)."""
+        return f"http://{self.services.settings.http.host}:{self.webhook_port}{ALERTS_PATH}"
 
     def start(self) -> None:
         services = self.services
@@ -51,12 +60,30 @@ class BotRuntime:
             readiness=self.readiness,
             metrics=services.metrics,
             executor=self._executor,
+            webhook_auth=WebhookAuth(settings=settings.webhook),
             bolt=app if http_mode else None,
+            slack_gate=SlackGate(settings.slack.signing_secret or "") if http_mode else None,
         )
+        if not settings.webhook.configured:
+            logger.warning(
+                "no webhook credentials (STRATUS_WEBHOOK_TOKEN or STRATUS_WEBHOOK_USERNAME/"
+                "PASSWORD): %s refuses every call",
+                ALERTS_PATH,
+            )
+        apart = settings.webhook.port is not None
         self._http = HttpServer(
-            endpoints.application(), host=settings.http.host, port=settings.http.port
+            endpoints.application(webhook=not apart),
+            host=settings.http.host,
+            port=settings.http.port,
         )
-        self.http_port = self._http.start()
+        self.http_port = self.webhook_port = self._http.start()
+        if settings.webhook.port is not None:
+            self._webhook_http = HttpServer(
+                endpoints.application(others=False),
+                host=settings.http.host,
+                port=settings.webhook.port,
+            )
+            self.webhook_port = self._webhook_http.start()
         services.start()
         if not http_mode:
             self._socket = SocketModeHandler(
@@ -78,9 +105,10 @@ class BotRuntime:
         if self._socket is not None:
             _close_socket_mode(self._socket)
             self._socket = None
-        if self._http is not None:
-            self._http.stop()
-            self._http = None
+        for server in (self._webhook_http, self._http):
+            if server is not None:
+                server.stop()
+        self._http = self._webhook_http = None
         self.services.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         logger.info("stratus stopped")
