@@ -23,6 +23,7 @@ from bot.app import build_app
 from bot.config import SlackMode
 from bot.http.auth import WebhookAuth
 from bot.http.endpoints import ALERTS_PATH, Endpoints
+from bot.http.readiness import SlackAuth, database_write
 from bot.http.server import HttpServer, blocking_pool
 from bot.http.slack_gate import SlackGate
 from bot.services import Services
@@ -40,6 +41,7 @@ class BotRuntime:
         self._executor = blocking_pool()
         self.http_port = 0
         self.webhook_port = 0
+        self._slack_auth = SlackAuth(services.slack.client)
 
     @property
     def http_url(self) -> str:
@@ -95,11 +97,13 @@ class BotRuntime:
             self._socket.connect()  # type: ignore[no-untyped-call]
         logger.info("stratus is running (%s mode)", settings.slack.mode.value)
 
-    def readiness(self) -> Mapping[str, bool]:
-        checks = {"database": self.services.database_ready()}
-        if self._socket is not None:
-            checks["slack"] = bool(self._socket.client.is_connected())
-        return checks
+    def readiness(self) -> Mapping[str, str]:
+        """Each check's reason for not being ready ("" when it is): the bot can write to its
+        database, Slack accepts its token, and (Socket Mode) the socket is connected."""
+        slack = self._slack_auth()
+        if not slack and self._socket is not None and not self._socket.client.is_connected():
+            slack = "socket mode is not connected"
+        return {"database": database_write(self.services.store.db), "slack": slack}
 
     def stop(self) -> None:
         if self._socket is not None:

@@ -6,7 +6,9 @@ mode) Slack's requests.
                                 400 with the payload problem · 413 too large ·
                                 503 when storage is down (Alertmanager retries)
     GET  /healthz               200 while the process serves
-    GET  /readyz                200 when the database answers and Slack is connected, else 503
+    GET  /readyz                200 when a database write succeeds and Slack accepts the token
+                                (and, in Socket Mode, the socket is connected); else 503
+                                with each failing check's reason (`bot.http.readiness`)
     GET  /metrics               Prometheus text format
     POST /slack/events          HTTP mode: `bot.http.slack_gate` checks size, signature,
                                 replay and shape first (413/401/200/400, one WARNING line,
@@ -48,7 +50,7 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Endpoints:
     ingest: Callable[[Sequence[Alert]], Detection]
-    readiness: Callable[[], Mapping[str, bool]]
+    readiness: Callable[[], Mapping[str, str]]  # check → "" when fine, else why not
     metrics: BotMetrics
     executor: Executor
     webhook_auth: WebhookAuth
@@ -114,9 +116,13 @@ class Endpoints:
         return web.json_response({"status": "ok"})
 
     async def readyz(self, _request: web.Request) -> web.Response:
-        checks = dict(await self._blocking(self.readiness))
+        reasons = dict(await self._blocking(self.readiness))
+        checks = {name: not reason for name, reason in reasons.items()}
         ready = all(checks.values())
-        return web.json_response({"ready": ready, "checks": checks}, status=200 if ready else 503)
+        body: dict[str, object] = {"ready": ready, "checks": checks}
+        if not ready:
+            body["reasons"] = {name: reason for name, reason in reasons.items() if reason}
+        return web.json_response(body, status=200 if ready else 503)
 
     async def metrics_text(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})

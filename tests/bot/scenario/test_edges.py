@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import logging
+import sqlite3
 import time
 from urllib.parse import urlencode
 
@@ -174,3 +175,26 @@ def test_a_replayed_signed_command_runs_once(make_lab: MakeLab) -> None:
     # A new signature over the same body is a new request (Slack signs each delivery).
     status, answer, _ = slack_post(lab, body, timestamp=str(int(time.time()) - 60))
     assert status == 200 and b"/stratus declare" in answer, answer
+
+
+def test_readiness_needs_a_database_write(make_lab: MakeLab) -> None:
+    """Reads still work while another process holds the write lock: the bot cannot act, so it
+    is not ready (it waits its busy timeout, then says why)."""
+    lab = make_lab()
+    assert json.loads(call(lab, "GET", "/readyz")[1]) == {
+        "ready": True,
+        "checks": {"database": True, "slack": True},
+    }
+    other = sqlite3.connect(lab.tmp / "stratus.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        assert lab.services.store.incidents.list_open() == []  # reads are fine
+        status, body = call(lab, "GET", "/readyz")
+        answer = json.loads(body)
+        assert status == 503 and answer["checks"] == {"database": False, "slack": True}
+        assert answer["reasons"]["database"].startswith("database write failed")
+        assert call(lab, "GET", "/healthz")[0] == 200
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert call(lab, "GET", "/readyz")[0] == 200

@@ -147,7 +147,9 @@ def test_storage_down_is_503_for_the_webhook_and_readiness(make_lab: MakeLab) ->
         status, answer = post_alerts(lab, alertmanager_payload(HOTEL, starts_at=started(lab)))
         assert status == 503 and answer["error"].startswith("storage unavailable")
         status, body = call(lab, "GET", "/readyz")
-        assert status == 503 and json.loads(body)["checks"]["database"] is False
+        answer = json.loads(body)
+        assert status == 503 and answer["checks"]["database"] is False
+        assert answer["reasons"]["database"].startswith("database write failed")
         assert call(lab, "GET", "/healthz")[0] == 200
     finally:
         shutil.rmtree(database)
