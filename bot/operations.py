@@ -6,8 +6,11 @@ Every entry point returns at once and does its work in a lane (`bot.workers.Lane
   minutes) and undoing a transaction both run in the lane `scope:<cluster/namespace>`. The
   writer lock keeps replicas apart; within one process the engine's holder is shared, so this
   lane is what keeps an Undo click from writing next to a running transaction.
-* **Decisions are serialised per plan** (`plan:<id>`): a double click is decided twice, one
-  after the other, and the second is told the plan is already approved.
+* **Decisions are serialised per plan** (`plan:<id>`) **and coalesced per person**: a click
+  that repeats one still waiting in the lane (same person, plan, verb and plan contents) adds
+  nothing, so fifty clicks of one person queue at most two decisions (the one running and
+  one waiting) and another person's click is not delayed behind them. A repeat after the
+  first has started is decided and told the plan is already approved.
 * **Drives are coalesced**: asking to drive an incident that already has a drive waiting adds
   nothing.
 
@@ -59,6 +62,7 @@ class IncidentOps:
         self._recovery_undoer = Undoer(recovery_engine)
         self._lock = threading.Lock()
         self._drives_waiting: set[str] = set()
+        self._decisions_waiting: set[tuple[str, str, str, str]] = set()
 
     # -------------------------------------------------------------------- detection
 
@@ -146,8 +150,26 @@ class IncidentOps:
         except SlackCallFailed as e:
             logger.warning("could not tell %s: %s", user, e.error)
 
+    def _first_waiting(self, key: tuple[str, str, str, str]) -> bool:
+        """Whether `key` (verb, plan, user, hash) has no decision waiting yet; marks it so."""
+        with self._lock:
+            if key in self._decisions_waiting:
+                logger.info("%s %s by %s: already waiting, coalesced", key[0], key[1], key[2])
+                return False
+            self._decisions_waiting.add(key)
+            return True
+
+    def _started(self, key: tuple[str, str, str, str]) -> None:
+        with self._lock:
+            self._decisions_waiting.discard(key)
+
     def approve(self, *, plan_id: str, content_hash: str, user: str, channel: str | None) -> None:
+        key = ("approve", plan_id, user, content_hash)
+        if not self._first_waiting(key):
+            return
+
         def run() -> None:
+            self._started(key)
             person = self._directory.person(user)
             decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
@@ -163,7 +185,12 @@ class IncidentOps:
     def reject(
         self, *, plan_id: str, content_hash: str, user: str, channel: str | None, reason: str
     ) -> None:
+        key = ("reject", plan_id, user, content_hash)
+        if not self._first_waiting(key):
+            return
+
         def run() -> None:
+            self._started(key)
             plan = self.brain.machine.plan(plan_id)
             if content_hash and content_hash != plan.content_hash:
                 self._tell(channel, user, "The plan changed since this message was posted.")
