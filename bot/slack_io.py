@@ -215,7 +215,10 @@ class SlackIO:
     def ephemeral(
         self, channel: str, user: str, text: str, *, thread_ts: str | None = None
     ) -> None:
-        self.posts.wait(channel)
+        # Paced per person: Slack's one-per-second limit is chat.postMessage's per channel
+        # (chat.postEphemeral is a Tier 4 method), and one person's answers must not hold
+        # back another's.
+        self.posts.wait(f"{channel}/{user}")
         self._call(
             "chat.postEphemeral",
             lambda: self.client.chat_postEphemeral(
