@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 REDACTED = "‹redacted›"
@@ -33,6 +33,7 @@ _SECRET_WORDS = frozenset(
     {
         "password",
         "passwd",
+        "pass",
         "passphrase",
         "secret",
         "secrets",
@@ -75,6 +76,36 @@ _NOT_SECRET_NAMES = frozenset(
         "tokenexpirationseconds",
     }
 )
+#: Endings that make one run-together word secret ("PGPASSWORD", "dbpass", "MYSQL_ROOTPWD",
+#: "authtoken") — but not "bypass" or "compass".
+_SECRET_SUFFIXES = ("password", "passwd", "pass", "pwd", "secret", "token", "credentials")
+#: "PWD" and "OLDPWD" alone are the shell's working directories; "DB_PWD" is a password.
+_NOT_SECRET_WORDS = frozenset({"bypass", "compass", "surpass", "overpass", "underpass", "oldpwd"})
+#: The last word of a compound name that makes it secret ("SSH_KEY", "STRIPE_KEY",
+#: "BASIC_AUTH", "REDIS_AUTH") — alone ("key: app" in a selector or a toleration) it is not.
+_SECRET_LAST = frozenset({"key", "auth"})
+#: Compound names ending in "key" that name identifiers, not secrets.
+_NOT_SECRET_KEY_WORDS = frozenset(
+    {
+        "public",
+        "primary",
+        "sort",
+        "partition",
+        "cache",
+        "foreign",
+        "routing",
+        "shard",
+        "hash",
+        "lookup",
+        "idempotency",
+        "object",
+        "label",
+        "annotation",
+        "selector",
+        "topology",
+        "map",
+    }
+)
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -87,7 +118,17 @@ def looks_secret(name: str) -> bool:
     if name.lower().replace("-", "").replace("_", "") in _NOT_SECRET_NAMES:
         return False
     words = _words(name)
+    if words == ["pwd"]:
+        return False
     if any(w in _SECRET_WORDS for w in words):
+        return True
+    if any(w.endswith(_SECRET_SUFFIXES) and w not in _NOT_SECRET_WORDS for w in words):
+        return True
+    if (
+        len(words) >= 2
+        and words[-1] in _SECRET_LAST
+        and (words[-1] == "auth" or words[-2] not in _NOT_SECRET_KEY_WORDS)
+    ):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
@@ -103,6 +144,7 @@ _TOKEN_PATTERNS = (
     # Anthropic (sk-ant-...) and OpenAI (sk-..., sk-proj-...) keys; Stripe-style live keys.
     # Keys are mixed case; Kubernetes names ("sk-payments-7d9c6") are not.
     r"\bsk-(?=[A-Za-z0-9_-]*[A-Z])[A-Za-z0-9_-]{20,}",
+    r"\bsk-ant-[A-Za-z0-9_-]{8,}",
     r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
     # GitHub tokens.
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",
@@ -136,7 +178,7 @@ _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@]*):([^/\s
 #: unquoted value runs to whitespace: a password containing "&" must not leak its tail.
 _PAIR = re.compile(
     r"""(?P<lead>(?<![\w.-])(?P<dashes>--?)?(?P<q>["']?)"""
-    r"""(?P<name>[A-Za-z0-9_.-]{0,40}?(?:pass|secret|token|key|credential|dsn)[A-Za-z0-9_.-]{0,40})"""
+    r"""(?P<name>[A-Za-z0-9_.-]{0,40}?(?:pass|pwd|secret|token|key|credential|dsn|auth)[A-Za-z0-9_.-]{0,40})"""
     r"""(?P=q))"""
     r"""(?P<sep>\s*[:=]\s*|(?(dashes)\s+|(?!)))"""
     r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;"'}\]]+)""",
@@ -168,7 +210,7 @@ _PROSE_VALUES = frozenset(
     }
 )
 #: Cheap pre-check: no trigger word, no pair worth looking at.
-_TRIGGER = re.compile(r"(?i)pass|secret|token|key|credential|dsn")
+_TRIGGER = re.compile(r"(?i)pass|pwd|secret|token|key|credential|dsn|auth")
 
 
 def _mask_pair(match: re.Match[str]) -> str:
@@ -261,3 +303,21 @@ def contains_redacted(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(contains_redacted(v) for v in value)
     return False
+
+
+# ------------------------------------------------------------------------------ text entries
+
+
+def redact_entry(key: str, value: str, redactor: Callable[[str], str] = redact_text) -> str:
+    """One `key: value` text entry (a ConfigMap key, an env variable): masked whole when the
+    key names a secret, else passed through `redactor`."""
+    if looks_secret(key):
+        return value if value == "" else REDACTED
+    return redactor(value)
+
+
+def redact_entries(
+    data: Mapping[str, str], redactor: Callable[[str], str] = redact_text
+) -> dict[str, str]:
+    """`redact_entry` for each entry of a string mapping (ConfigMap data, env)."""
+    return {k: redact_entry(k, v, redactor) for k, v in data.items()}

@@ -94,6 +94,39 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(name="STRATUS_HTTP_PORT", default="8080", meaning="Port of the HTTP endpoints."),
     Setting(
+        name="STRATUS_WEBHOOK_PORT",
+        default=None,
+        meaning="Serve `/alerts/alertmanager` on this port instead, apart from `/slack/events`.",
+    ),
+    Setting(
+        name="STRATUS_WEBHOOK_TOKEN",
+        default=None,
+        meaning="Bearer token Alertmanager must send (`http_config.authorization`). With no "
+        "token and no basic auth the webhook refuses every call (401).",
+        secret=True,
+    ),
+    Setting(
+        name="STRATUS_WEBHOOK_TOKEN_FILE",
+        default=None,
+        meaning="File holding the webhook's bearer token (a mounted Secret).",
+    ),
+    Setting(
+        name="STRATUS_WEBHOOK_USERNAME",
+        default=None,
+        meaning="Basic-auth user Alertmanager must send (`http_config.basic_auth`).",
+    ),
+    Setting(
+        name="STRATUS_WEBHOOK_PASSWORD",
+        default=None,
+        meaning="Basic-auth password for the webhook.",
+        secret=True,
+    ),
+    Setting(
+        name="STRATUS_WEBHOOK_PASSWORD_FILE",
+        default=None,
+        meaning="File holding the webhook's basic-auth password.",
+    ),
+    Setting(
         name="STRATUS_DATABASE_URL",
         default="sqlite:///stratus.db",
         meaning="SQLAlchemy URL. SQLite (a file) by default; `postgresql://…` in production.",
@@ -236,6 +269,20 @@ class HttpSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookSettings:
+    """How `/alerts/alertmanager` authenticates callers. No credentials: every call is 401."""
+
+    token: str | None = field(default=None, repr=False)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    port: int | None = None  # None: the same server as the other endpoints
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.token) or bool(self.username and self.password)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DatabaseSettings:
     url: str
 
@@ -280,6 +327,7 @@ class Settings:
     digest_schedules: tuple[tuple[str, str], ...]  # (channel, cron)
     log_level: str
     lock_lease_s: float = 30.0  # the writer lease every call under the lock must fit within
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -479,6 +527,40 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
         digest_schedules=_digests(r.text("STRATUS_DIGEST_SCHEDULES")),
         log_level=level,
         lock_lease_s=lease_s,
+        webhook=_webhook(r),
+    )
+
+
+def _secret(r: _Reader, name: str) -> str | None:
+    """A secret given inline (`NAME`) or in a file (`NAME_FILE`, trailing newline dropped)."""
+    inline = r.raw(name)
+    file = r.raw(f"{name}_FILE")
+    if inline is not None and file is not None:
+        raise SettingsError(name, f"set {name} or {name}_FILE, not both")
+    if file is None:
+        return inline
+    try:
+        text = Path(file).read_text(encoding="utf-8").strip()
+    except OSError as e:
+        raise SettingsError(f"{name}_FILE", f"cannot read {file}: {e.strerror}") from e
+    if not text:
+        raise SettingsError(f"{name}_FILE", f"{file} is empty")
+    return text
+
+
+def _webhook(r: _Reader) -> WebhookSettings:
+    username, password = r.raw("STRATUS_WEBHOOK_USERNAME"), _secret(r, "STRATUS_WEBHOOK_PASSWORD")
+    if (username is None) != (password is None):
+        raise SettingsError(
+            "STRATUS_WEBHOOK_USERNAME", "basic auth needs both a user name and a password"
+        )
+    port = (
+        r.number("STRATUS_WEBHOOK_PORT", int, 0, 65535)
+        if r.raw("STRATUS_WEBHOOK_PORT") is not None
+        else None
+    )
+    return WebhookSettings(
+        token=_secret(r, "STRATUS_WEBHOOK_TOKEN"), username=username, password=password, port=port
     )
 
 

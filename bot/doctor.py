@@ -35,6 +35,7 @@ from agents.adapters.kinds import kind_info
 from agents.errors import ClusterError, Invalid
 from agents.model import KubeObject
 from agents.ports import ClusterWriter
+from bot.config import WebhookSettings
 
 logger = logging.getLogger(__name__)
 
@@ -430,6 +431,31 @@ def check_policy(path: Path | None) -> Check:
         )
     covered = ", ".join(policy.covered_namespaces) or "default rules only"
     return Check(name="policy", verdict=Verdict.OK, detail=f"{path} is valid ({covered})")
+
+
+def check_webhook(settings: WebhookSettings) -> Check:
+    """`/alerts/alertmanager` refuses every call until Alertmanager's credentials are set."""
+    if settings.token:
+        how = "a bearer token"
+    elif settings.configured:
+        how = f"basic auth as {settings.username!r}"
+    else:
+        return Check(
+            name="alertmanager webhook",
+            verdict=Verdict.PROBLEM,
+            detail="no credentials: /alerts/alertmanager answers 401 to every call",
+            fix="set STRATUS_WEBHOOK_TOKEN (or STRATUS_WEBHOOK_TOKEN_FILE), e.g. from "
+            "`openssl rand -base64 32`, and give Alertmanager the same token in "
+            "http_config.authorization.credentials_file (see "
+            "manifests/alertmanager/alertmanager.yml); or STRATUS_WEBHOOK_USERNAME and "
+            "STRATUS_WEBHOOK_PASSWORD for http_config.basic_auth",
+        )
+    where = f"port {settings.port}" if settings.port is not None else "the main HTTP port"
+    return Check(
+        name="alertmanager webhook",
+        verdict=Verdict.OK,
+        detail=f"callers must present {how} (on {where})",
+    )
 
 
 def check_database(

@@ -6,8 +6,12 @@ Every entry point returns at once and does its work in a lane (`bot.workers.Lane
   minutes) and undoing a transaction both run in the lane `scope:<cluster/namespace>`. The
   writer lock keeps replicas apart; within one process the engine's holder is shared, so this
   lane is what keeps an Undo click from writing next to a running transaction.
-* **Decisions are serialised per plan** (`plan:<id>`): a double click is decided twice, one
-  after the other, and the second is told the plan is already approved.
+* **Decisions are serialised per plan** (`plan:<id>`) **and coalesced per person**: a click
+  that repeats a decision waiting, running or made in the last `REPEAT_WINDOW_S` (same
+  person, plan, verb and plan contents) adds nothing, so fifty clicks of one person make one
+  decision and another person's click is not queued behind them. A later repeat is decided
+  and told the plan is already approved. Answers are sent from a lane per person
+  (`reply:<channel>:<user>`), so waiting for Slack's pacing never holds the plan's lane.
 * **Drives are coalesced**: asking to drive an incident that already has a drive waiting adds
   nothing.
 
@@ -18,7 +22,9 @@ the agents' `Approvals` has already written the audit record).
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Sequence
 
 from agents.detection.events import Detection
@@ -35,6 +41,11 @@ from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
 
 logger = logging.getLogger(__name__)
+
+#: (verb, plan id, Slack user id, plan content hash)
+DecisionKey = tuple[str, str, str, str]
+#: How long a decision just made absorbs repeats of the same click.
+REPEAT_WINDOW_S = 2.0
 
 
 class IncidentOps:
@@ -59,6 +70,9 @@ class IncidentOps:
         self._recovery_undoer = Undoer(recovery_engine)
         self._lock = threading.Lock()
         self._drives_waiting: set[str] = set()
+        #: decision → until when a repeat of it is absorbed (inf: waiting or running)
+        self._decisions: dict[DecisionKey, float] = {}
+        self.repeat_window_s = REPEAT_WINDOW_S
 
     # -------------------------------------------------------------------- detection
 
@@ -146,13 +160,54 @@ class IncidentOps:
         except SlackCallFailed as e:
             logger.warning("could not tell %s: %s", user, e.error)
 
+    def _claim(self, key: DecisionKey) -> bool:
+        """Whether a click makes a new decision: not when the same one (verb, plan, person,
+        contents) is waiting, running, or was made less than `repeat_window_s` ago."""
+        now = time.monotonic()
+        with self._lock:
+            until = self._decisions.get(key)
+            if until is not None and now < until:
+                logger.info("%s %s by %s: a repeat, coalesced", key[0], key[1], key[2])
+                return False
+            if len(self._decisions) > 1000:
+                self._decisions = {k: t for k, t in self._decisions.items() if t > now}
+            self._decisions[key] = math.inf  # until it has been made
+            return True
+
+    def _settle(self, key: DecisionKey, *, made: bool) -> None:
+        """A decision made absorbs repeats for `repeat_window_s` more (its answer is on its
+        way); one that failed absorbs none (clicking again is how a person retries)."""
+        with self._lock:
+            if made:
+                self._decisions[key] = time.monotonic() + self.repeat_window_s
+            else:
+                self._decisions.pop(key, None)
+
+    def _reply(self, channel: str | None, user: str, text: str) -> None:
+        """Answer a decision outside the plan's lane: a reply waits for Slack's pacing, and the
+        next person's decision must not wait with it."""
+        self._lanes.submit(
+            f"reply:{channel or '-'}:{user}",
+            lambda: self._tell(channel, user, text),
+            Origin(what=f"reply to {user}", user=user, channel=channel),
+        )
+
     def approve(self, *, plan_id: str, content_hash: str, user: str, channel: str | None) -> None:
+        key: DecisionKey = ("approve", plan_id, user, content_hash)
+        if not self._claim(key):
+            return
+
         def run() -> None:
-            person = self._directory.person(user)
-            decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
+            made = False
+            try:
+                person = self._directory.person(user)
+                decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
+                made = True
+            finally:
+                self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
             logger.info("approve %s by %s: %s", plan_id, user, decision.verdict)
-            self._tell(channel, user, decision.message)
+            self._reply(channel, user, decision.message)
             if decision.plan is not None and decision.verdict is Verdict.APPROVED:
                 self.drive(decision.plan.incident_id)
 
@@ -163,16 +218,26 @@ class IncidentOps:
     def reject(
         self, *, plan_id: str, content_hash: str, user: str, channel: str | None, reason: str
     ) -> None:
+        key: DecisionKey = ("reject", plan_id, user, content_hash)
+        if not self._claim(key):
+            return
+
         def run() -> None:
-            plan = self.brain.machine.plan(plan_id)
-            if content_hash and content_hash != plan.content_hash:
-                self._tell(channel, user, "The plan changed since this message was posted.")
-                return
-            person = self._directory.person(user)
-            decision = self.brain.approvals.reject(plan_id, person, reason)
+            made = False
+            try:
+                plan = self.brain.machine.plan(plan_id)
+                if content_hash and content_hash != plan.content_hash:
+                    made = True
+                    self._reply(channel, user, "The plan changed since this message was posted.")
+                    return
+                person = self._directory.person(user)
+                decision = self.brain.approvals.reject(plan_id, person, reason)
+                made = True
+            finally:
+                self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
             logger.info("reject %s by %s: %s", plan_id, user, decision.verdict)
-            self._tell(channel, user, decision.message)
+            self._reply(channel, user, decision.message)
             if decision.verdict is Verdict.REJECTED:
                 self.drive(plan.incident_id)
 

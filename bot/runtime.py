@@ -21,8 +21,11 @@ from slack_sdk import WebClient
 
 from bot.app import build_app
 from bot.config import SlackMode
-from bot.http.endpoints import Endpoints
+from bot.http.auth import WebhookAuth
+from bot.http.endpoints import ALERTS_PATH, Endpoints
+from bot.http.readiness import SlackAuth, database_write
 from bot.http.server import HttpServer, blocking_pool
+from bot.http.slack_gate import SlackGate
 from bot.services import Services
 
 logger = logging.getLogger(__name__)
@@ -33,13 +36,21 @@ class BotRuntime:
         self.services = services
         self.app: App | None = None
         self._http: HttpServer | None = None
+        self._webhook_http: HttpServer | None = None  # with STRATUS_WEBHOOK_PORT
         self._socket: SocketModeHandler | None = None
         self._executor = blocking_pool()
         self.http_port = 0
+        self.webhook_port = 0
+        self._slack_auth = SlackAuth(services.slack.client)
 
     @property
     def http_url(self) -> str:
         return f"http://{self.services.settings.http.host}:{self.http_port}"
+
+    @property
+    def webhook_url(self) -> str:
+        """Where Alertmanager posts (its own port with `STRATUS_WEBHOOK_PORT`)."""
+        return f"http://{self.services.settings.http.host}:{self.webhook_port}{ALERTS_PATH}"
 
     def start(self) -> None:
         services = self.services
@@ -51,12 +62,30 @@ class BotRuntime:
             readiness=self.readiness,
             metrics=services.metrics,
             executor=self._executor,
+            webhook_auth=WebhookAuth(settings=settings.webhook),
             bolt=app if http_mode else None,
+            slack_gate=SlackGate(settings.slack.signing_secret or "") if http_mode else None,
         )
+        if not settings.webhook.configured:
+            logger.warning(
+                "no webhook credentials (STRATUS_WEBHOOK_TOKEN or STRATUS_WEBHOOK_USERNAME/"
+                "PASSWORD): %s refuses every call",
+                ALERTS_PATH,
+            )
+        apart = settings.webhook.port is not None
         self._http = HttpServer(
-            endpoints.application(), host=settings.http.host, port=settings.http.port
+            endpoints.application(webhook=not apart),
+            host=settings.http.host,
+            port=settings.http.port,
         )
-        self.http_port = self._http.start()
+        self.http_port = self.webhook_port = self._http.start()
+        if settings.webhook.port is not None:
+            self._webhook_http = HttpServer(
+                endpoints.application(others=False),
+                host=settings.http.host,
+                port=settings.webhook.port,
+            )
+            self.webhook_port = self._webhook_http.start()
         services.start()
         if not http_mode:
             self._socket = SocketModeHandler(
@@ -68,19 +97,22 @@ class BotRuntime:
             self._socket.connect()  # type: ignore[no-untyped-call]
         logger.info("stratus is running (%s mode)", settings.slack.mode.value)
 
-    def readiness(self) -> Mapping[str, bool]:
-        checks = {"database": self.services.database_ready()}
-        if self._socket is not None:
-            checks["slack"] = bool(self._socket.client.is_connected())
-        return checks
+    def readiness(self) -> Mapping[str, str]:
+        """Each check's reason for not being ready ("" when it is): the bot can write to its
+        database, Slack accepts its token, and (Socket Mode) the socket is connected."""
+        slack = self._slack_auth()
+        if not slack and self._socket is not None and not self._socket.client.is_connected():
+            slack = "socket mode is not connected"
+        return {"database": database_write(self.services.store.db), "slack": slack}
 
     def stop(self) -> None:
         if self._socket is not None:
             _close_socket_mode(self._socket)
             self._socket = None
-        if self._http is not None:
-            self._http.stop()
-            self._http = None
+        for server in (self._webhook_http, self._http):
+            if server is not None:
+                server.stop()
+        self._http = self._webhook_http = None
         self.services.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         logger.info("stratus stopped")

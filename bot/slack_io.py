@@ -35,9 +35,10 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web import SlackResponse
 
+from agents.redact import redact_mapping, redact_text
 from bot.errors import SlackCallFailed
 from bot.metrics import BotMetrics
-from bot.render.blocks import Attachment, Message, View
+from bot.render.blocks import Attachment, Block, Message, View
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class SlackIO:
 
     def post(self, channel: str, message: Message, *, thread_ts: str | None = None) -> Posted:
         """Post `message` (and upload its files next to it). Waits for the channel's slot."""
-        text, blocks = message.payload()
+        text, blocks = _redacted(message.payload())
         self.posts.wait(channel)
         response = self._call(
             "chat.postMessage",
@@ -186,7 +187,7 @@ class SlackIO:
     def update(self, channel: str, ts: str, message: Message, *, paced: bool = True) -> None:
         """Replace a message's text and blocks (files are not re-uploaded). `paced=False` when
         the caller already waited for the message's slot (`updates.wait`)."""
-        text, blocks = message.payload()
+        text, blocks = _redacted(message.payload())
         if paced:
             self.updates.wait(f"{channel}/{ts}")
         self._call(
@@ -201,7 +202,11 @@ class SlackIO:
             lambda: self.client.files_upload_v2(
                 channel=channel,
                 thread_ts=thread_ts,
-                content=attachment.content,
+                content=(
+                    redact_text(attachment.content)
+                    if isinstance(attachment.content, str)
+                    else attachment.content
+                ),
                 filename=attachment.filename,
                 title=attachment.title,
             ),
@@ -210,11 +215,14 @@ class SlackIO:
     def ephemeral(
         self, channel: str, user: str, text: str, *, thread_ts: str | None = None
     ) -> None:
-        self.posts.wait(channel)
+        # Paced per person: Slack's one-per-second limit is chat.postMessage's per channel
+        # (chat.postEphemeral is a Tier 4 method), and one person's answers must not hold
+        # back another's.
+        self.posts.wait(f"{channel}/{user}")
         self._call(
             "chat.postEphemeral",
             lambda: self.client.chat_postEphemeral(
-                channel=channel, user=user, text=text, thread_ts=thread_ts
+                channel=channel, user=user, text=redact_text(text), thread_ts=thread_ts
             ),
         )
 
@@ -225,7 +233,8 @@ class SlackIO:
         channel = str(_get(response, "channel", {}).get("id", ""))
         self.posts.wait(channel)
         self._call(
-            "chat.postMessage", lambda: self.client.chat_postMessage(channel=channel, text=text)
+            "chat.postMessage",
+            lambda: self.client.chat_postMessage(channel=channel, text=redact_text(text)),
         )
 
     def tell(self, user: str, text: str, *, channel: str | None = None) -> None:
@@ -338,6 +347,13 @@ class SlackIO:
             lambda: self.client.usergroups_users_list(usergroup=group_id),
         )
         return [str(u) for u in _get(response, "users", [])]
+
+
+def _redacted(payload: tuple[str, list[Block]]) -> tuple[str, list[Block]]:
+    """The last net before Slack: every text of a message through `agents.redact` (what
+    reaches a message has been redacted where it was collected; this catches what was not)."""
+    text, blocks = payload
+    return redact_text(text), [redact_mapping(block) for block in blocks]
 
 
 def _get(response: SlackResponse, key: str, default: Any) -> Any:

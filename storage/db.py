@@ -153,9 +153,12 @@ class Database:
     """An engine and its sessions. Create one per process (`Database.connect(url)`), share it
     between threads, `close()` it at exit."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, *, sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S
+    ) -> None:
         self._engine = engine
         self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
+        self._busy_timeout_ms = int(sqlite_busy_timeout_s * 1000)
 
     @classmethod
     def connect(
@@ -166,7 +169,10 @@ class Database:
         sqlite_busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_S,
     ) -> Database:
         """Open a database (lazily: the first query connects). Raises `UnsupportedDatabase`."""
-        return cls(make_engine(url, echo=echo, sqlite_busy_timeout_s=sqlite_busy_timeout_s))
+        return cls(
+            make_engine(url, echo=echo, sqlite_busy_timeout_s=sqlite_busy_timeout_s),
+            sqlite_busy_timeout_s=sqlite_busy_timeout_s,
+        )
 
     @property
     def engine(self) -> Engine:
@@ -189,6 +195,31 @@ class Database:
 
     def close(self) -> None:
         self._engine.dispose()
+
+    def check_write(self, *, timeout_s: float = 3.0) -> None:
+        """Prove that a write can be made now (readiness): a scratch table created and a row
+        inserted in a write transaction that is then rolled back, so nothing persists and no
+        migration is needed. Waits at most `timeout_s` for a lock held elsewhere. Raises
+        `StorageError` (`Unavailable` when locked, read-only or unreachable)."""
+        try:
+            with self._write_engine.connect() as conn:
+                raw = conn.connection.driver_connection if self.dialect == "sqlite" else None
+                if raw is not None:  # BEGIN IMMEDIATE waits for the lock this long, not 15 s
+                    raw.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+                try:
+                    transaction = conn.begin()
+                    try:
+                        if raw is None:
+                            conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(timeout_s)}s'")
+                        conn.exec_driver_sql("CREATE TABLE stratus_write_probe (at INTEGER)")
+                        conn.exec_driver_sql("INSERT INTO stratus_write_probe (at) VALUES (1)")
+                    finally:
+                        transaction.rollback()
+                finally:
+                    if raw is not None:
+                        raw.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        except exc.SQLAlchemyError as e:
+            raise translate(e) from e
 
     @contextmanager
     def write(self) -> Iterator[Session]:

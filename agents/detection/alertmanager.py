@@ -19,17 +19,18 @@ Alertmanager that adds fields still gets through.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
 from agents.errors import StratusError
+from agents.jsonlimit import JsonLimitError, loads_bounded
 from agents.model import Alert, AlertStatus
 
-#: Go's zero time: Alertmanager's way of saying "not set" (a firing alert's endsAt).
-_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+#: Timestamps outside these years are refused (Go's zero time aside): a year-9999 time with
+#: an offset would overflow on conversion to UTC.
+_YEARS = (1970, 2999)
 SUPPORTED_VERSION = "4"
 
 
@@ -121,8 +122,11 @@ def _time(value: Any, path: str) -> datetime | None:
         raise PayloadError(path, f"expected an RFC 3339 timestamp, got {text!r}") from None
     if parsed.tzinfo is None:
         raise PayloadError(path, f"timestamp {text!r} has no time zone")
-    parsed = parsed.astimezone(UTC)
-    return None if parsed <= _ZERO_TIME else parsed
+    if parsed.year == 1:
+        return None  # Go's zero time (0001-01-01T00:00:00Z): not set
+    if not (_YEARS[0] <= parsed.year <= _YEARS[1]):
+        raise PayloadError(path, f"timestamp {text!r} is outside {_YEARS[0]}..{_YEARS[1]}")
+    return parsed.astimezone(UTC)
 
 
 def _optional(raw: Mapping[str, Any], key: str, path: str, kind: type[str] | type[int]) -> Any:
@@ -209,7 +213,7 @@ def parse_webhook(payload: Any) -> WebhookMessage:
 def parse_webhook_body(body: bytes | str) -> WebhookMessage:
     """Parse a raw HTTP body (UTF-8 JSON). Raises `PayloadError`."""
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise PayloadError("$", f"not valid JSON: {e}") from None
+        payload = loads_bounded(body)
+    except JsonLimitError as e:
+        raise PayloadError("$", str(e)) from None
     return parse_webhook(payload)

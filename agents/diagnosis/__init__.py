@@ -7,8 +7,8 @@ from agents.diagnosis.diagnoser import Diagnoser
 from agents.diagnosis.handlers import Handler, HandlerError, HandlerSet, load_handlers
 from agents.diagnosis.llm import LanguageModel
 from agents.diagnosis.ports import JournalView, Redactor, SimilarSearch
-from agents.diagnosis.redaction import basic_redact
 from agents.diagnosis.suspect import Suspect, suspects_of
+from agents.redact import redact_text as basic_redact
 
 __all__ = [
     "ClaudeSettings",

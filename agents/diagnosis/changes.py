@@ -23,8 +23,8 @@ from agents.diagnosis.observe import (
     parse_workload_spec,
 )
 from agents.diagnosis.ports import JournalView
-from agents.diagnosis.redaction import redact_mapping
 from agents.model import Change, EvidenceKind, JsonObject
+from agents.redact import redact_entries as redact_mapping
 
 if TYPE_CHECKING:
     from agents.diagnosis.collect import Collector

@@ -23,7 +23,6 @@ from agents.diagnosis.handlers import Handler
 from agents.diagnosis.items import Item, make_item
 from agents.diagnosis.observe import Observations, parse_service_spec, parse_workload_spec
 from agents.diagnosis.ports import JournalView, Redactor
-from agents.diagnosis.redaction import redact_mapping
 from agents.diagnosis.state import describe_pod, describe_workload, pod_symptoms, short_reason
 from agents.errors import StratusError
 from agents.model import (
@@ -37,6 +36,7 @@ from agents.model import (
     PodState,
 )
 from agents.ports import Clock, ClusterReader, MetricsSource
+from agents.redact import redact_entries as redact_mapping
 
 logger = logging.getLogger(__name__)
 

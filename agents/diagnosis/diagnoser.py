@@ -26,7 +26,6 @@ from agents.diagnosis.items import Item, clip
 from agents.diagnosis.llm import LanguageModel
 from agents.diagnosis.observe import Observations
 from agents.diagnosis.ports import JournalView, Redactor, SimilarSearch
-from agents.diagnosis.redaction import basic_redact
 from agents.diagnosis.suspect import Suspect
 from agents.diagnosis.tools import Toolbox
 from agents.errors import BudgetExceeded, ModelUnavailable, StratusError
@@ -40,6 +39,7 @@ from agents.model import (
     SimilarIncident,
 )
 from agents.ports import Clock, ClusterReader, MetricsSource
+from agents.redact import redact_text as basic_redact
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from agents.diagnosis.ports import Redactor
-from agents.diagnosis.redaction import redact_value
 from agents.kubeparse import quantity_bytes, quantity_millis
 from agents.model import (
     Change,
@@ -30,6 +29,7 @@ from agents.model import (
     ServicePort,
     WorkloadState,
 )
+from agents.redact import redact_entry as redact_value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

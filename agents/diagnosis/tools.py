@@ -25,11 +25,11 @@ from agents.diagnosis.items import clip
 from agents.diagnosis.llm import ToolSpec
 from agents.diagnosis.observe import Observations
 from agents.diagnosis.ports import JournalView, Redactor
-from agents.diagnosis.redaction import redact_mapping
 from agents.diagnosis.state import describe_pod
 from agents.errors import QueryError, StratusError
 from agents.model import JsonObject
 from agents.ports import ClusterReader, MetricsSource
+from agents.redact import redact_entries as redact_mapping
 
 logger = logging.getLogger(__name__)
 

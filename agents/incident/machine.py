@@ -299,7 +299,7 @@ class IncidentMachine:
         # Nothing to fix is the best plan: a scope that is healthy now (a fix that took effect
         # after its sustain window, or a blip that passed) gets no further writes.
         severity = self.engine.measure(incident.scope)
-        if severity.healthy and not severity.partial:
+        if severity.healthy:  # healthy implies a complete measurement
             if ran:
                 text = "Healthy now (after the last transaction): nothing to change"
             else:

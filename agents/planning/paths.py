@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from agents.diagnosis.redaction import MASK as DIAGNOSIS_MASK
 from agents.redact import REDACTED, contains_redacted
+
+#: The marker of the diagnosis redactor that `agents.redact` replaced: journals and incidents
+#: stored before may still hold it.
+DIAGNOSIS_MASK = "[REDACTED]"
 
 _C = r"^spec\.template\.spec\.containers\[(?P<c>[^\]]*)\]"
 

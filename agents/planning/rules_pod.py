@@ -15,12 +15,12 @@ import logging
 from agents.actions import DeletePod
 from agents.diagnosis.observe import PodDrift, parse_containers
 from agents.diagnosis.podspec import drift
-from agents.diagnosis.redaction import basic_redact
 from agents.model import JsonObject, KubeObject
 from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.rules_state import restart
 from agents.planning.subject import Subject
+from agents.redact import redact_text as basic_redact
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ put back and the next scenario follows.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -146,8 +147,9 @@ class LiveDemo:
             "STRATUS_NAMESPACES": ",".join(self.apps),
             "STRATUS_POLICY_FILE": str(home / "policy.yaml"),
             "STRATUS_SCAN_INTERVAL_S": "10",
+            "STRATUS_WEBHOOK_TOKEN": (token := secrets.token_urlsafe(24)),
         }
-        self._forwarder = AlertForwarder()
+        self._forwarder = AlertForwarder(token=token)
         metrics_source = None
         if self._o.prometheus:
             assert world.metrics_url is not None
@@ -155,6 +157,7 @@ class LiveDemo:
                 home=home / "alerting",
                 metrics_target=metrics_target(world.metrics_url),
                 webhook_url="http://127.0.0.1:1/unused",  # set below, once the bot listens
+                webhook_token=token,
             )
         else:
             alerts = attach_alerts(
@@ -172,7 +175,7 @@ class LiveDemo:
         else:
             self.runtime = BotRuntime(build_services(load_settings(values), options))
             self.runtime.start()
-            self._forwarder.url = f"{self.runtime.http_url}/alerts/alertmanager"
+            self._forwarder.url = self.runtime.webhook_url
         # The bot's settings, for `stratus doctor` (or a second `stratus run`) against the
         # demo: `env $(cat .stratus-demo/stratus.env) stratus doctor`. Lab credentials only.
         (home / "stratus.env").write_text(

@@ -1,5 +1,6 @@
 """`stratus doctor`: check the installation — Slack token and scopes, Kubernetes permissions,
-Prometheus, the database's migrations — and say how to fix what is wrong.
+the webhook's credentials, Prometheus, the database's migrations — and say how to fix what is
+wrong.
 
 Exit 0 when nothing is a problem, 1 when something is (with `--strict`, also when a check
 could not be made), 2 for an invalid setting. It reads the same settings as the bot, so run it
@@ -52,6 +53,7 @@ def run_checks(settings: Settings) -> list[Check]:
         check_policy,
         check_prometheus,
         check_slack,
+        check_webhook,
     )
     from storage.migrations import current, head
 
@@ -101,6 +103,7 @@ def run_checks(settings: Settings) -> list[Check]:
         if cluster is not None:
             cluster.close()
 
+    checks.append(check_webhook(settings.webhook))
     checks.append(check_policy(settings.policy_file))
     checks.append(check_prometheus(settings.prometheus.url))
     checks.append(check_database(settings.database.url, current=current, head=head))

@@ -50,6 +50,8 @@ def run() -> None:
             settings.slack.app_token,
             settings.slack.signing_secret,
             settings.anthropic.api_key,
+            settings.webhook.token,
+            settings.webhook.password,
         )
         if s
     ]

@@ -175,14 +175,17 @@ class Attachment:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """What a renderer returns: the notification text, the blocks, and any files that carry
-    what did not fit."""
+    what did not fit.
+
+    `text` is plain: Slack shows it in notifications and parses it as mrkdwn, so `payload()`
+    escapes it (an alert titled `<!channel>` or `<http://x|click>` must not notify or link)."""
 
     text: str
     blocks: tuple[Block, ...]
     files: tuple[Attachment, ...] = field(default=())
 
     def payload(self) -> tuple[str, list[Block]]:
-        return clip(nonempty(self.text), FALLBACK_TEXT_MAX), fit_blocks(self.blocks)
+        return clip(escape(nonempty(self.text)), FALLBACK_TEXT_MAX), fit_blocks(self.blocks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

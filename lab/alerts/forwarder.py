@@ -5,6 +5,7 @@ The in-process evaluator runs in the simulator's tick thread; posting from there
 the lab whenever the receiver is slow or not listening yet (a bot still starting). The
 forwarder queues each payload and a thread of its own delivers it: a 2xx or a 4xx ends the
 attempts (Alertmanager does not retry a 4xx either), a 5xx or a connection error is retried.
+With `token` it authenticates as Alertmanager's `http_config.authorization` does (Bearer).
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ logger = logging.getLogger(__name__)
 
 
 class AlertForwarder:
-    def __init__(self, url: str | None = None, *, attempts: int = 60, pause_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        attempts: int = 60,
+        pause_s: float = 0.5,
+    ) -> None:
         self.url = url
+        self.token = token
         self.delivered = 0
         self.failed = 0
         self._attempts = attempts
@@ -56,7 +65,7 @@ class AlertForwarder:
             self.url,
             data=json.dumps(payload).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers=_headers(self.token),
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
@@ -75,3 +84,10 @@ class AlertForwarder:
     def stop(self, timeout_s: float = 5.0) -> None:
         self._queue.put(None)
         self._thread.join(timeout_s)
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "User-Agent": "Alertmanager/0.25.0"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers

@@ -66,10 +66,22 @@ class AlertingStack:
     home: Path
     metrics_target: str  # host:port of the lab's /metrics
     webhook_url: str  # where Alertmanager posts (the bot's /alerts/alertmanager)
+    webhook_token: str | None = None  # the bot's STRATUS_WEBHOOK_TOKEN, sent as a Bearer token
     scrape_interval_s: float = 1.0
     prometheus_url: str = ""
     alertmanager_url: str = ""
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def _webhook_config(self) -> dict[str, object]:
+        config: dict[str, object] = {"url": self.webhook_url, "send_resolved": True}
+        if self.webhook_token:
+            token_file = self.home / "webhook-token"
+            token_file.write_text(self.webhook_token)
+            token_file.chmod(0o600)
+            config["http_config"] = {
+                "authorization": {"type": "Bearer", "credentials_file": str(token_file)}
+            }
+        return config
 
     def start(self, *, timeout_s: float = 30.0) -> AlertingStack:
         found = binaries()
@@ -93,7 +105,7 @@ class AlertingStack:
                     "receivers": [
                         {
                             "name": "stratus",
-                            "webhook_configs": [{"url": self.webhook_url, "send_resolved": True}],
+                            "webhook_configs": [self._webhook_config()],
                         }
                     ],
                 }

@@ -73,18 +73,23 @@ class _Group:
 class HttpWebhook:
     """POSTs a payload as JSON, the way Alertmanager's webhook integration does."""
 
-    def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, *, timeout_s: float = 5.0, token: str | None = None) -> None:
         if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"webhook URL must be http(s): {url!r}")
         self.url = url
         self.timeout_s = timeout_s
+        self.token = token  # sent as `Authorization: Bearer`, like `http_config.authorization`
 
     def __call__(self, payload: JsonObject) -> None:
         request = urllib.request.Request(  # noqa: S310 - http(s) only, checked in __init__
             self.url,
             data=json.dumps(payload).encode(),
             method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "Alertmanager/0.25.0"},
+            headers={
+                "Content-Type": "application/json",
+                "User-Agent": "Alertmanager/0.25.0",
+                **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
+            },
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310

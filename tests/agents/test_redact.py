@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -171,6 +173,20 @@ def test_a_whole_log_excerpt_at_once() -> None:
         ("SENTRY_DSN", True),
         ("DB_HOST", False),
         ("PWD", False),
+        ("OLDPWD", False),
+        ("DB_PWD", True),
+        ("MYSQL_PWD", True),
+        ("DB_PASS", True),
+        ("PGPASSWORD", True),
+        ("REDIS_AUTH", True),
+        ("basicAuth", True),
+        ("SSH_KEY", True),
+        ("STRIPE_KEY", True),
+        ("CREDENTIALS", True),
+        ("FEATURE_BYPASS", False),
+        ("AUTH_URL", False),
+        ("sort_key", False),
+        ("publicKey", False),
         ("tokenizer", False),
         ("key", False),
         ("MONKEY", False),
@@ -251,3 +267,57 @@ def test_contains_redacted() -> None:
 def test_redaction_is_idempotent(text: str) -> None:
     once = redact_text(text)
     assert redact_text(once) == once
+
+
+# ------------------------------------------------------------------------------ the corpus
+
+CORPUS_FILE = Path(__file__).with_name("redact_corpus.txt")
+
+
+def _unescape(line: str) -> str:
+    return line.replace("\\\\n", "\0").replace("\\n", "\n").replace("\0", "\\n")
+
+
+def load_corpus() -> list[tuple[str, str]]:
+    """(text, secret) pairs from `redact_corpus.txt` (the secret is marked ⟦…⟧)."""
+    pairs = []
+    for line in CORPUS_FILE.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        before, rest = line.split("⟦", 1)
+        secret, after = rest.split("⟧", 1)
+        pairs.append((_unescape(before + secret + after), _unescape(secret)))
+    return pairs
+
+
+CORPUS = load_corpus()
+
+
+def test_the_corpus_has_at_least_forty_shapes() -> None:
+    assert len(CORPUS) >= 40
+    assert len({secret for _, secret in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize(("text", "secret"), CORPUS)
+def test_no_corpus_secret_survives(text: str, secret: str) -> None:
+    assert secret not in redact_text(text)
+    assert secret not in str(redact_value({"data": {"note": text}}))
+
+
+#: Surrounding text: words, punctuation and the separators found in logs, env and YAML.
+_SURROUNDING = st.lists(
+    st.sampled_from([*"abcxyzABC019 _-.:=/,;'\"{}[]()\t\n", "level=info ", "msg=", "user: "]),
+    max_size=20,
+).map("".join)
+_SEPARATORS = st.sampled_from([" ", "\n", "\t", " | ", "; ", ", ", "\n  "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(CORPUS), _SURROUNDING, _SEPARATORS, _SURROUNDING, _SEPARATORS, st.booleans())
+def test_no_corpus_secret_survives_in_any_surrounding_text(
+    pair: tuple[str, str], before: str, sep1: str, after: str, sep2: str, twice: bool
+) -> None:
+    text, secret = pair
+    body = f"{text}{sep2}{text}" if twice else text
+    out = redact_text(f"{before}{sep1}{body}{sep2}{after}")
+    assert secret not in out

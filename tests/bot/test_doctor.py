@@ -478,6 +478,7 @@ def _environment(
         "KUBECONFIG": str(kubeconfig),
         "STRATUS_NAMESPACES": NS,
         "STRATUS_SETTINGS_FILE": "",
+        "STRATUS_WEBHOOK_TOKEN": "a-token",
     }
 
 
@@ -493,6 +494,9 @@ def test_the_command_prints_each_check_and_fails_on_a_missing_scope(
         assert "ok       database: migrated to" in result.output
         assert "ok       prometheus" in result.output
         assert "ok       kubernetes writes" in result.output
+        assert "ok       alertmanager webhook: callers must present a bearer token" in (
+            result.output
+        )
 
         strict = CliRunner().invoke(doctor, ["--strict"], env=good)
         assert strict.exit_code == 0, strict.output
@@ -502,6 +506,18 @@ def test_the_command_prints_each_check_and_fails_on_a_missing_scope(
         assert result.exit_code == 1
         assert "PROBLEM  slack scopes: missing: pins:write" in result.output
         assert "fix: add the scopes from manifests/slack/app-manifest.yaml" in result.output
+
+
+def test_no_webhook_credentials_is_a_problem_with_its_fix(
+    workspace: SlackWorkspace, database: str, tmp_path: Path
+) -> None:
+    with http_stand_in(_status(200)) as prometheus, http_stand_in(_allow_all) as kube:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", kube)
+        env = _environment(workspace, workspace.config.bot_token, database, prometheus, kubeconfig)
+        result = CliRunner().invoke(doctor, [], env={**env, "STRATUS_WEBHOOK_TOKEN": ""})
+    assert result.exit_code == 1, result.output
+    assert "PROBLEM  alertmanager webhook: no credentials" in result.output
+    assert "fix: set STRATUS_WEBHOOK_TOKEN" in result.output
 
 
 def test_the_command_exits_2_on_an_invalid_setting() -> None:

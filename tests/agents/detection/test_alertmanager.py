@@ -181,6 +181,8 @@ def test_malformed_payloads_name_the_field_and_the_problem(
         (b"[]", "$: expected a JSON object, got array"),
         (b"{not json", "$: not valid JSON: "),
         (b"\xff\xfe", "$: not valid JSON: "),
+        (b"[" * 100_000 + b"]" * 100_000, "$: nested 100000 levels deep"),
+        (b'{"a":' * 50, "$: nested 50 levels deep"),
     ],
 )
 def test_bodies_that_are_not_objects(body: bytes, message: str) -> None:
@@ -188,6 +190,16 @@ def test_bodies_that_are_not_objects(body: bytes, message: str) -> None:
         parse_webhook_body(body)
     assert str(caught.value).startswith(message)
     assert caught.value.path == "$"
+
+
+@pytest.mark.parametrize(
+    "when", ["9999-12-31T23:59:59-05:00", "9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z"]
+)
+def test_timestamps_outside_the_range_are_refused(when: str) -> None:
+    payload = copy.deepcopy(PAYLOAD)
+    payload["alerts"][0]["startsAt"] = when
+    with pytest.raises(PayloadError, match=r"^alerts\[0\]\.startsAt: .* is outside 1970\.\.2999"):
+        parse_webhook(payload)
 
 
 # --------------------------------------------------------------------- the real Alertmanager

@@ -10,8 +10,8 @@ import pytest
 from agents.diagnosis import Diagnoser
 from agents.diagnosis.budget import bundle_tokens, estimate_tokens, fit, render
 from agents.diagnosis.items import make_item
-from agents.diagnosis.redaction import basic_redact
 from agents.model import EvidenceKind
+from agents.redact import redact_text as basic_redact
 from tests.agents.diagnosis import faults
 from tests.agents.diagnosis.world import (
     FakeCluster,

@@ -7,10 +7,10 @@ from datetime import datetime
 from agents.diagnosis import Diagnoser
 from agents.diagnosis.collect import Collector
 from agents.diagnosis.handlers import load_handlers
-from agents.diagnosis.redaction import basic_redact
 from agents.diagnosis.tools import SUBMIT, Status, Toolbox
 from agents.errors import ClusterError
 from agents.model import Change, IncidentId, JsonObject, Scope, SimilarIncident
+from agents.redact import redact_text as basic_redact
 from tests.agents.diagnosis import faults
 from tests.agents.diagnosis.world import (
     T0,

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import pytest
 
-from agents.diagnosis.redaction import MASK, basic_redact, redact_mapping
 from agents.diagnosis.suspect import Suspect, suspects_of
 from agents.model import (
     Category,
@@ -13,6 +12,9 @@ from agents.model import (
     Hypothesis,
     IncidentId,
 )
+from agents.redact import REDACTED as MASK
+from agents.redact import redact_entries as redact_mapping
+from agents.redact import redact_text as basic_redact
 
 
 @pytest.mark.parametrize(

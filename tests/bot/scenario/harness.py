@@ -42,6 +42,8 @@ LIMITS = TnrLimits(
 )
 ROUTE = Route(group_wait_s=5, group_interval_s=30)
 ACK_TIMEOUT_S = 15.0
+#: The bot's STRATUS_WEBHOOK_TOKEN in these tests; the forwarder sends it as Alertmanager would.
+WEBHOOK_TOKEN = "test-webhook-token"
 
 POLICY = """\
 defaults:
@@ -89,7 +91,10 @@ class AlertForwarder:
             self.url,
             data=json.dumps(payload).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {WEBHOOK_TOKEN}",
+            },
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
@@ -128,7 +133,7 @@ class BotLab:
             self.ws.use_http(f"{runtime.http_url}/slack/events")
         else:
             self.ws.wait_until(lambda: self.ws.socket_connections, timeout=10)
-        self.forwarder.url = f"{runtime.http_url}/alerts/alertmanager"
+        self.forwarder.url = runtime.webhook_url
         return runtime
 
     def restart_bot(self) -> BotRuntime:
@@ -253,6 +258,7 @@ def settings_values(
         "STRATUS_NAMESPACES": HOTEL,
         "STRATUS_POLICY_FILE": str(policy),
         "STRATUS_SCAN_INTERVAL_S": "0",  # the webhook opens incidents in these tests
+        "STRATUS_WEBHOOK_TOKEN": WEBHOOK_TOKEN,
     }
     values.update(extra)
     return values

@@ -7,12 +7,13 @@ import json
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot.ids import ActionId
 from tests.bot.scenario.conftest import MakeLab
-from tests.bot.scenario.harness import HOTEL, BotLab
+from tests.bot.scenario.harness import HOTEL, WEBHOOK_TOKEN, BotLab
 
 
 def alertmanager_payload(
@@ -54,12 +55,20 @@ def started(lab: BotLab) -> datetime:
     return lab.world.clock.now() - timedelta(minutes=1)
 
 
-def call(lab: BotLab, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+def call(
+    lab: BotLab,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    url: str | None = None,
+) -> tuple[int, bytes]:
     request = urllib.request.Request(
-        f"{lab.runtime.http_url}{path}",
+        url or f"{lab.runtime.http_url}{path}",
         data=body,
         method=method,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **(headers or {})},
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -68,9 +77,12 @@ def call(lab: BotLab, method: str, path: str, body: bytes | None = None) -> tupl
         return e.code, e.read()
 
 
-def post_alerts(lab: BotLab, payload: Any) -> tuple[int, dict[str, Any]]:
+def post_alerts(
+    lab: BotLab, payload: Any, authorization: str | None = f"Bearer {WEBHOOK_TOKEN}"
+) -> tuple[int, dict[str, Any]]:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    status, body = call(lab, "POST", "/alerts/alertmanager", raw)
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    status, body = call(lab, "POST", "", raw, headers, url=lab.runtime.webhook_url)
     return status, json.loads(body)
 
 
@@ -135,7 +147,9 @@ def test_storage_down_is_503_for_the_webhook_and_readiness(make_lab: MakeLab) ->
         status, answer = post_alerts(lab, alertmanager_payload(HOTEL, starts_at=started(lab)))
         assert status == 503 and answer["error"].startswith("storage unavailable")
         status, body = call(lab, "GET", "/readyz")
-        assert status == 503 and json.loads(body)["checks"]["database"] is False
+        answer = json.loads(body)
+        assert status == 503 and answer["checks"]["database"] is False
+        assert answer["reasons"]["database"].startswith("database write failed")
         assert call(lab, "GET", "/healthz")[0] == 200
     finally:
         shutil.rmtree(database)

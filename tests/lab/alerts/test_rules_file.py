@@ -63,6 +63,8 @@ def test_the_example_configs_are_valid() -> None:
     assert config["route"]["group_by"] == ["namespace"]
     hook = config["receivers"][0]["webhook_configs"][0]
     assert hook["url"].endswith("/alerts/alertmanager") and hook["send_resolved"] is True
+    assert hook["http_config"]["authorization"]["type"] == "Bearer"
+    assert hook["http_config"]["authorization"]["credentials_file"]
 
 
 def test_every_alert_carries_namespace_service_and_severity() -> None:
