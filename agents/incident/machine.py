@@ -729,12 +729,13 @@ class IncidentMachine:
         return after
 
     def _close(self, incident: Incident) -> None:
-        if incident.state is S.RESOLVED:
+        if incident.state in (S.RESOLVED, S.ESCALATED):
             firing = self.opening_alerts_firing(incident)
             if firing != ():
                 # Never closed while an alert that opened it fires (or cannot be read): a
                 # still-firing alert must land in an open incident, not a closed one. It
-                # stays RESOLVED (open) and a later advance closes it once the alert stops.
+                # stays RESOLVED or ESCALATED (open: an escalation is in a person's hands
+                # until its alerts stop) and a later advance closes it once they do.
                 still = (
                     "the alerts that opened it cannot be read"
                     if firing is None

@@ -113,6 +113,12 @@ class Validator:
         since = self._clock.now()
         window = max(1, int(self._limits.sustain_s))
         unknown: tuple[str, ...] = ()  # what the latest sample could not read
+        # The window begins with a complete sample, never with a mere point in time: until one
+        # comes (at the start, and after a blind sample) nothing has been seen yet.
+        blind = True
+        last = started  # when the latest complete sample (or the window) began to count
+        # Samples come every poll_s; a longer silence (a hung call) is a gap nobody measured.
+        gap_s = max(3 * self._limits.poll_s, self._limits.sustain_s / 4)
         while True:
             while self._clock.monotonic() - started < self._limits.sustain_s:
                 try:
@@ -132,19 +138,37 @@ class Validator:
                 if on_sample is not None:
                     on_sample(sample)
                 unknown = sample.unknown
+                now = self._clock.monotonic()
                 if not sample.complete:
                     logger.warning(
                         "sustain of %s: cannot measure %s; the window starts again",
                         scope.key,
                         sample.unknown_text(),
                     )
-                    started = self._clock.monotonic()
+                    started, blind = now, True
+                elif blind or now - last > gap_s:
+                    # The window starts at the first complete sample after a blind one, or
+                    # after one that took so long (a call that hung until the source came
+                    # back) that the state in between was never seen: either way less than a
+                    # whole window would otherwise be measured.
+                    if not blind:
+                        logger.warning(
+                            "sustain of %s: %.0fs without a sample; the window starts again",
+                            scope.key,
+                            now - last,
+                        )
+                    started, blind = now, False
+                last = now
             final = self._meter.measure(
                 scope, window_s=window, alerts_since=since, known_trouble=known_trouble
             )
             unknown = final.unknown
-            if final.complete:
+            if final.complete and self._clock.monotonic() - last <= gap_s:
                 return final
+            if final.complete:
+                # The final read itself hung: what happened meanwhile was not seen.
+                started = last = self._clock.monotonic()
+                continue
             logger.warning(
                 "sustain of %s: final figure incomplete (%s); the window starts again",
                 scope.key,
@@ -152,4 +176,4 @@ class Validator:
             )
             if on_sample is not None:
                 on_sample(final)
-            started = self._clock.monotonic()
+            started, blind = self._clock.monotonic(), True

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+from agents.model import IncidentState
 from lab.bench.errors import ScenarioRunError
 from lab.bench.facts import OracleSample, RunFacts, healthy_at
 from lab.bench.noise import NoiseStep, apply_noise
@@ -200,7 +201,13 @@ class Runner:
             if now >= limits.total:
                 break
             if not control and self.state.pending_events == 0 and self.state.incident_after_fault:
-                busy = self.session.store.incidents.list_open()
+                # An escalated incident is a person's now: it stays open while its alerts
+                # fire (an unfixable fault keeps firing), but the agent is done with it.
+                busy = [
+                    row
+                    for row in self.session.store.incidents.list_open()
+                    if row.state != IncidentState.ESCALATED.value
+                ]
                 if busy:
                     quiet_since = None
                 elif quiet_since is None:

@@ -136,11 +136,13 @@ class Switch:
                 self.db.hold()
 
     def off(self) -> None:
+        # The end is stamped before anything is released: a call the outage held answers only
+        # after that, so a window that starts with its answer starts after `off_at`.
+        if self.on_at is not None and self.off_at is None:
+            self.off_at = self.world.clock.now()
         self.proxy.set_mode(Mode.PASS)
         self.metrics.down = False
         self.db.release()
-        if self.on_at is not None and self.off_at is None:
-            self.off_at = self.world.clock.now()
 
     @property
     def hold_s(self) -> float:
@@ -200,6 +202,12 @@ def outage_lab(tmp: Path, *, seed: int = 5) -> Iterator[tuple[BotLab, Switch]]:
             tmp=tmp,
             kubeconfig=tmp / "kubeconfig-proxied",
             policy=policy,
+            # Every call under the 6 s lease must fit in a third of it (the bot refuses to
+            # start otherwise): one try of at most 2 s.
+            STRATUS_KUBE_TIMEOUT_S="2",
+            STRATUS_KUBE_ATTEMPTS="1",
+            STRATUS_PROMETHEUS_TIMEOUT_S="2",
+            STRATUS_PROMETHEUS_ATTEMPTS="1",
         )
         metrics = SwitchableMetrics(alerts.metrics)
         options = Options(
@@ -392,7 +400,9 @@ def _judge(
             ):
                 v.append(
                     f"transaction {tx.id} committed (μ_after={tx.mu_after}, "
-                    f"validation={tx.validation}) on a sustain window the outage overlapped"
+                    f"validation={tx.validation}) on a sustain window the outage overlapped "
+                    f"(outage {switch.on_at:%H:%M:%S}–{switch.off_at:%H:%M:%S}, transaction "
+                    f"{tx.started_at:%H:%M:%S}–{tx.ended_at:%H:%M:%S} lab time)"
                 )
     # 1b. No transaction starts on a μ_before that could not be measured.
     if switch.outage in (Outage.API_REFUSING, Outage.PROMETHEUS_DOWN):
