@@ -78,7 +78,10 @@ class Driver:
         return list(store.incidents.list_by_state(*[s.value for s in IncidentState]))
 
     def open_incidents(self) -> list[str]:
-        return [r.id for r in self.incidents() if r.state != IncidentState.CLOSED.value]
+        """Incidents the bot is still working on. An escalation stays open while its alerts
+        fire, in a person's hands: putting the lab back is what that person does here."""
+        done = (IncidentState.CLOSED.value, IncidentState.ESCALATED.value)
+        return [r.id for r in self.incidents() if r.state not in done]
 
     def step(self, undo: set[str]) -> None:
         """One look: approve every plan that waits; undo what `undo`'s incidents committed."""
