@@ -65,8 +65,9 @@ def render(results: list[CellResult], started: datetime, complete: bool) -> str:
         " a sustain window wholly measured after the outage; no verdict message says healthy or"
         " resolved while an alert that opened the incident still fires; every entry of an aborted"
         " or undone transaction is restored; nothing blames a restart that did not happen; the"
-        " bot still answers /healthz. `ok` = the cell keeps the contract; `FAILS` = it does not"
-        " (details below).",
+        " bot still answers /healthz. A read-only database blinds nothing (the cluster and the"
+        " metrics stay readable): a commit whose window it overlapped is fine if nothing else"
+        " is broken. `ok` = the cell keeps the contract; `FAILS` = it does not (details below).",
         "",
         "**How each outage is made.** `api-refusing`, `api-stalled`, `api-slow`: a TCP proxy"
         " (`tests/support/faultproxy.py`) between the bot and the lab's Kubernetes API, named by"

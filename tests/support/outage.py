@@ -387,9 +387,13 @@ def _judge(
     result.transactions = [t.status.value for t in txs]
     sustain = timedelta(seconds=LIMITS.sustain_s)
 
-    # 1. No commit on a window the outage overlapped.
+    # 1. No commit on a window the outage overlapped — for the outages that blind the
+    # measurement. A database that takes no writes does not hide the cluster or the metrics:
+    # the window is still measured (the engine waits to record it), and what that outage must
+    # not do — lose an undo entry, let two writers act, claim a restart — is checked below.
+    blinding = switch.outage is not Outage.DATABASE_READ_ONLY
     for tx in txs:
-        if tx.status is TransactionStatus.COMMITTED:
+        if blinding and tx.status is TransactionStatus.COMMITTED:
             window_start = (tx.ended_at or tx.started_at) - sustain
             if (
                 switch.on_at is not None
@@ -438,10 +442,12 @@ def _judge(
     firing = set() if result.phase is Phase.UNDO else _still_firing(lab, incident_id)
     everything = "\n".join(t for _, t in texts)
     if "restart" in everything.lower() and "interrupted" in everything.lower():
-        v.append("a message says a restart interrupted the work; nothing restarted")
+        said = [ln for ln in everything.splitlines() if "restart" in ln.lower()]
+        v.append(f"a message says a restart interrupted the work; nothing restarted: {said[:2]}")
     timeline = lab.services.store.incidents.timeline(incident_id)
-    if any("restart" in e.message.lower() for e in timeline):
-        v.append("the timeline blames a restart; nothing restarted")
+    blamed = [e.message for e in timeline if "restart" in e.message.lower()]
+    if blamed:
+        v.append(f"the timeline blames a restart; nothing restarted: {blamed[:2]}")
     if firing:
         if state in (S.RESOLVED, S.CLOSED):
             v.append(f"incident is {state.value} while {sorted(firing)} still fires")
