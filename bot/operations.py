@@ -202,7 +202,9 @@ class IncidentOps:
             try:
                 person = self._directory.person(user)
                 decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
-                made = True
+                # A refusal absorbs no repeat: the person may have just been given the right
+                # (or joined the channel) and must see an answer to every click after it.
+                made = decision.verdict is not Verdict.REFUSED
             finally:
                 self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
@@ -232,7 +234,7 @@ class IncidentOps:
                     return
                 person = self._directory.person(user)
                 decision = self.brain.approvals.reject(plan_id, person, reason)
-                made = True
+                made = decision.verdict is not Verdict.REFUSED  # as for approve
             finally:
                 self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
