@@ -619,9 +619,10 @@ class IncidentMachine:
             )
 
     def _committed(self, incident: Incident) -> None:
-        committed = [
-            t for t in self.transactions(incident.id) if t.status is TransactionStatus.COMMITTED
-        ]
+        txs = self.transactions(incident.id)
+        if self._undone_by_a_person(incident, txs):
+            return
+        committed = [t for t in txs if t.status is TransactionStatus.COMMITTED]
         last = committed[-1] if committed else None
         if last is None or not _healthy_on_record(last):
             self.move(
@@ -728,7 +729,27 @@ class IncidentMachine:
             self.notifier.notify(Escalated(incident=after, escalation=escalation))
         return after
 
+    def _undone_by_a_person(self, incident: Incident, txs: Sequence[TransactionRecord]) -> bool:
+        """A person undid the fix before the incident closed: their call overrides the plan,
+        so Stratus does not try another one behind their back. The incident is escalated to
+        them (and stays open while its alerts fire)."""
+        if not txs or txs[-1].status not in (TransactionStatus.UNDOING, TransactionStatus.UNDONE):
+            return False
+        self._escalate(
+            incident,
+            Escalation(
+                reason=f"{txs[-1].id} was undone by a person before the incident closed",
+                runbook="The fix was undone on purpose. Decide the next step; "
+                "`/stratus diagnose` re-reads the cluster.",
+            ),
+        )
+        return True
+
     def _close(self, incident: Incident) -> None:
+        if incident.state is S.RESOLVED and self._undone_by_a_person(
+            incident, self.transactions(incident.id)
+        ):
+            return
         if incident.state in (S.RESOLVED, S.ESCALATED):
             firing = self.opening_alerts_firing(incident)
             if firing != ():

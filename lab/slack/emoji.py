@@ -59,6 +59,7 @@ KNOWN_EMOJI: Mapping[str, str] = MappingProxyType(
         "no_entry_sign": "🚫",
         "sos": "🆘",
         "checkered_flag": "🏁",
+        "double_vertical_bar": "⏸️",
         "test_tube": "🧪",
         "pencil2": "✏️",
         "information_source": "ℹ️",

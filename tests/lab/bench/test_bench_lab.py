@@ -66,7 +66,10 @@ def test_the_same_seed_gives_the_same_scores(tmp_path: Path) -> None:
             assert a.scores() == b.scores()
         assert first.summaries[name] == second.summaries[name]
     naive = first.results["naive"][1]
-    assert naive.attempts > 1, naive.outcome  # it writes on every reopened incident
+    # The naive agent used to roll the harmless release back first and write again on the
+    # reopened incident; it shares the planner, whose no-symptom gate (DESIGN rule 10) now
+    # leaves the healthy release alone, so one transaction mitigates it.
+    assert naive.attempts >= 1 and naive.mitigated, naive.outcome
     assert first.results["stratus"][0].detected and first.results["stratus"][0].attempts >= 1
     assert render_chart(first) == render_chart(second)
 
