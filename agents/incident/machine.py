@@ -675,10 +675,14 @@ class IncidentMachine:
         )
 
     def _note_once(self, incident: Incident, message: str) -> None:
-        """A timeline note that is not a state change, not repeated on every retry."""
+        """A timeline note that is not a state change, said once per state: not repeated on
+        every retry, even when alerts joining the incident come between two retries."""
         timeline = self.store.incidents.timeline(incident.id)
-        if timeline and timeline[-1].message == message:
-            return
+        for event in reversed(timeline):
+            if event.message == message and event.kind == "note":
+                return
+            if event.kind == "transition":
+                break
         self.store.incidents.add_event(
             TimelineEventRow(
                 incident_id=incident.id,

@@ -276,6 +276,7 @@ class LiveDemo:
             fault(injection.fault_id).recover(self.world, injection)
         self._stop.wait(self._o.settle_s)
         self._wait_healthy()
+        self._wait_all_closed()
 
     def _wait_healthy(self) -> None:
         """Wait until every app measures healthy (μ 0: no alert firing, SLOs met), at most
@@ -294,6 +295,24 @@ class LiveDemo:
                 logger.info("demo: the lab's health is unknown yet: %s", e)
             if time.monotonic() - started > QUIET_MAX_S:
                 self._say(f"  the lab is still not healthy after {QUIET_MAX_S:g}s; going on")
+                return
+            self._stop.wait(2)
+
+    def _wait_all_closed(self) -> None:
+        """Wait until every incident is closed, at most `QUIET_MAX_S`. An escalation stays open
+        until its alerts stop, which is after the lab is healthy again; the next scenario's
+        alerts would otherwise join that escalated incident (same namespace) and, since it is
+        in a person's hands, no plan would follow."""
+        assert self.runtime is not None
+        store = self.runtime.services.store
+        open_states = [s.value for s in IncidentState if s is not IncidentState.CLOSED]
+        started = time.monotonic()
+        while not self._stop.is_set():
+            still = sorted(row.id for row in store.incidents.list_by_state(*open_states))
+            if not still:
+                return
+            if time.monotonic() - started > QUIET_MAX_S:
+                self._say(f"  {', '.join(still)} still open after {QUIET_MAX_S:g}s; going on")
                 return
             self._stop.wait(2)
 

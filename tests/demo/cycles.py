@@ -4,7 +4,8 @@ was ever put back while an incident was open. Used by `tests/demo/test_cycles.py
 and `benchmarks/demo_cycles.py` (three).
 
 Nothing is patched: the demo runs as `stratus demo` runs it, its progress lines go to `say`,
-and this driver reads the workspace and the store and clicks in the workspace.
+and this driver reads the workspace and the store and clicks: in the workspace's API, or (with
+`browser=`) as a person does, in the workspace's web page in a real Chromium.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agents.model import IncidentState, TransactionStatus
 from bot.cli.demo_live import LiveDemo, LiveOptions, default_cycle
@@ -60,12 +61,66 @@ def _buttons(message: dict[str, Any]) -> set[str]:
     }
 
 
+class Clicks(Protocol):
+    def click(self, channel: str, ts: str, action_id: str) -> None: ...
+
+
+class ApiClicks:
+    """Alice's clicks through the workspace's API (what the page sends, without the page)."""
+
+    def __init__(self, demo: LiveDemo) -> None:
+        self.demo = demo
+
+    def click(self, channel: str, ts: str, action_id: str) -> None:
+        assert self.demo.ws is not None
+        self.demo.ws.click(ALICE, channel, ts, action_id)
+
+
+class BrowserClicks:
+    """Alice's clicks in the workspace's web page, in a real browser: open the channel, find
+    the message by its timestamp, press the button, confirm when asked, and close the Undo
+    modal once it shows its result."""
+
+    def __init__(self, demo: LiveDemo, page: Any) -> None:
+        from playwright.sync_api import TimeoutError as NotShown
+        from playwright.sync_api import expect
+
+        assert demo.ws is not None
+        self.page = page
+        self.expect = expect
+        self.not_shown = NotShown
+        page.goto(demo.ws.url)
+        page.get_by_test_id("user-picker").select_option(label="Alice Approver")
+
+    def click(self, channel: str, ts: str, action_id: str) -> None:
+        page, expect = self.page, self.expect
+        link = page.locator(f'[data-testid="channel-link"][data-channel-id="{channel}"]')
+        expect(link).to_be_visible(timeout=60_000)
+        link.click()
+        message = page.locator(f'[data-testid="message"][data-ts="{ts}"]')
+        button = message.get_by_test_id(f"button-{action_id}")
+        expect(button).to_be_visible(timeout=60_000)
+        button.click()
+        confirm = page.get_by_test_id("confirm-ok")
+        try:
+            confirm.wait_for(timeout=2_000)
+            confirm.click()
+        except self.not_shown:
+            pass  # this button asks for no confirmation
+        if action_id == ActionId.UNDO:
+            modal = page.get_by_test_id("modal")
+            expect(modal).to_contain_text("Undone", timeout=120_000)
+            page.get_by_test_id("modal-cancel").click()
+            expect(modal).to_be_hidden(timeout=30_000)
+
+
 class Driver:
     """Watches the demo's incidents and acts as Alice."""
 
-    def __init__(self, demo: LiveDemo, run: Run) -> None:
+    def __init__(self, demo: LiveDemo, run: Run, clicks: Clicks | None = None) -> None:
         self.demo = demo
         self.run = run
+        self.clicks = clicks or ApiClicks(demo)
         self._acted: set[tuple[str, str]] = set()
 
     @property
@@ -94,7 +149,7 @@ class Driver:
                 key = ("approve", ref.ref or "")
                 if message and ActionId.APPROVE in _buttons(message) and key not in self._acted:
                     self._acted.add(key)
-                    ws.click(ALICE, ref.channel, ref.ts, ActionId.APPROVE)
+                    self.clicks.click(ref.channel, ref.ts, ActionId.APPROVE)
             if row.id not in undo:
                 continue
             for ref in store.slack_messages.find(
@@ -104,7 +159,7 @@ class Driver:
                 key = ("undo", ref.ref or "")
                 if message and ActionId.UNDO in _buttons(message) and key not in self._acted:
                     self._acted.add(key)
-                    ws.click(ALICE, ref.channel, ref.ts, ActionId.UNDO)
+                    self.clicks.click(ref.channel, ref.ts, ActionId.UNDO)
 
     def outcome(self, incident_id: str) -> str:
         machine = self.services.brain.machine
@@ -206,51 +261,79 @@ def live_demo(
 
 
 def play(
-    home: Path, *, cycles: int, speed: float = 10.0, linger_s: float = 15.0, settle_s: float = 5.0
+    home: Path,
+    *,
+    cycles: int,
+    speed: float = 10.0,
+    linger_s: float = 15.0,
+    settle_s: float = 5.0,
+    chromium: str | None = None,
 ) -> Run:
-    """Run the demo for `cycles` rounds of its scenarios, Alice approving; return how the first
-    incident of each scenario played ended. (An Undo brings the fault back, and the incident
-    that follows is approved again and not counted.)"""
-    with live_demo(home, speed=speed, linger_s=linger_s, settle_s=settle_s) as (demo, run):
-        driver = Driver(demo, run)
-        wanted = cycles * len(demo.scenario_ids)
-        play_of: dict[str, int] = {}  # incident → the number of the play that opened it
-        first: dict[int, str] = {}  # play → its first incident
-        plays: list[str] = []
-        started: dict[str, float] = {}
-        thread = threading.Thread(target=demo.run, name="demo-scenarios", daemon=True)
-        thread.start()
-        while len(run.ended) < wanted:
-            if not thread.is_alive():
-                raise AssertionError("the demo loop stopped:\n" + "\n".join(run.lines[-20:]))
-            plays = [ln.split()[2].rstrip(":") for ln in run.lines if ln.startswith("Injecting ")]
-            rows = sorted(driver.incidents(), key=lambda r: r.opened_at)
-            for row in rows:
-                if row.id not in play_of and plays:
-                    play_of[row.id] = len(plays) - 1
-                    first.setdefault(len(plays) - 1, row.id)
-                    started[row.id] = time.monotonic()
-            undo = {i for p, i in first.items() if plays[p] == UNDO_IN}
-            driver.step(undo)
-            done = {e.incident for e in run.ended}
-            for row in rows:
-                if row.id in done or first.get(play_of.get(row.id, -1)) != row.id:
-                    continue
-                if row.state != IncidentState.CLOSED.value:
-                    continue
-                outcome = driver.outcome(row.id)
-                if row.id in undo and outcome == "committed":
-                    continue  # Alice's Undo is on its way
-                run.ended.append(
-                    Ended(
-                        scenario=plays[play_of[row.id]],
-                        incident=row.id,
-                        outcome=outcome,
-                        wall_s=time.monotonic() - started[row.id],
-                    )
+    """Run the demo for `cycles` rounds of its scenarios, Alice approving (in Chromium's page
+    when `chromium` is the browser's path); return how the first incident of each scenario
+    played ended. (Alice's Undo brings the fault back; the incident is hers then, escalated,
+    and the demo puts the lab back.)"""
+    with ExitStack() as stack:
+        demo, run = stack.enter_context(
+            live_demo(home, speed=speed, linger_s=linger_s, settle_s=settle_s)
+        )
+        clicks: Clicks = ApiClicks(demo)
+        if chromium is not None:
+            from playwright.sync_api import sync_playwright
+
+            from tests.conftest import CHROMIUM_FLAGS
+
+            p = stack.enter_context(sync_playwright())
+            browser = p.chromium.launch(
+                executable_path=chromium, args=CHROMIUM_FLAGS, headless=True
+            )
+            stack.callback(browser.close)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            clicks = BrowserClicks(demo, page)
+        return _play(demo, run, cycles=cycles, clicks=clicks)
+    raise AssertionError("unreachable: ExitStack swallows no exception")
+
+
+def _play(demo: LiveDemo, run: Run, *, cycles: int, clicks: Clicks) -> Run:
+    driver = Driver(demo, run, clicks)
+    wanted = cycles * len(demo.scenario_ids)
+    play_of: dict[str, int] = {}  # incident → the number of the play that opened it
+    first: dict[int, str] = {}  # play → its first incident
+    plays: list[str] = []
+    started: dict[str, float] = {}
+    thread = threading.Thread(target=demo.run, name="demo-scenarios", daemon=True)
+    thread.start()
+    while len(run.ended) < wanted:
+        if not thread.is_alive():
+            raise AssertionError("the demo loop stopped:\n" + "\n".join(run.lines[-20:]))
+        plays = [ln.split()[2].rstrip(":") for ln in run.lines if ln.startswith("Injecting ")]
+        rows = sorted(driver.incidents(), key=lambda r: r.opened_at)
+        for row in rows:
+            if row.id not in play_of and plays:
+                play_of[row.id] = len(plays) - 1
+                first.setdefault(len(plays) - 1, row.id)
+                started[row.id] = time.monotonic()
+        undo = {i for p, i in first.items() if plays[p] == UNDO_IN}
+        driver.step(undo)
+        done = {e.incident for e in run.ended}
+        for row in rows:
+            if row.id in done or first.get(play_of.get(row.id, -1)) != row.id:
+                continue
+            if row.state != IncidentState.CLOSED.value:
+                continue
+            outcome = driver.outcome(row.id)
+            if row.id in undo and outcome == "committed":
+                continue  # Alice's Undo is on its way
+            run.ended.append(
+                Ended(
+                    scenario=plays[play_of[row.id]],
+                    incident=row.id,
+                    outcome=outcome,
+                    wall_s=time.monotonic() - started[row.id],
                 )
-            time.sleep(0.5)
-        run.problems = driver.lint()
-        run.transcript = driver.transcript()
-        run.lines.extend(f"ended: {e}" for e in run.ended)
+            )
+        time.sleep(0.5)
+    run.problems = driver.lint()
+    run.transcript = driver.transcript()
+    run.lines.extend(f"ended: {e}" for e in run.ended)
     return run
