@@ -183,7 +183,11 @@ class Services:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         if self.journal_watcher is not None:
-            self.journal_watcher.stop(timeout_s=1.0)
+            # Not joined: a watch thread sits in a long-poll until its next event or the
+            # watch's timeout, and returns then without writing (it checks the flag first).
+            # The threads are daemons, so none holds the process; waiting only printed
+            # "still running" on every Ctrl-C.
+            self.journal_watcher.signal_stop()
         # Messages are re-rendered from storage at the next start: stop talking to Slack
         # first, so queued syncs end at once, then let running work finish for a while.
         self.slack.close()
