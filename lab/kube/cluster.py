@@ -38,6 +38,7 @@ from lab.kube.controllers.scheduler import Scheduler
 from lab.kube.controllers.statefulset import StatefulSetController
 from lab.kube.ids import Ids, PodAddresses
 from lab.kube.logs import LogStore
+from lab.kube.rbac import ADMIN_TOKEN, Authorizer
 from lab.kube.resources import ResourceType
 from lab.kube.runtime import PodRuntime
 from lab.kube.server.app import ApiServer
@@ -74,6 +75,9 @@ class LabCluster:
         self.store = Store(history_limit=history_limit)
         self.api = KubeApi(store=self.store, clock=self.clock, ids=self.ids)
         self.logs = LogStore()
+        # RBAC for requests over HTTP; in-process callers (controllers, `cluster.api`) are the
+        # control plane and are not subject to it.
+        self.rbac = Authorizer(self.store, seed=f"{name}/{seed}")
         self.addresses = PodAddresses()
         self.api.admission.append(QuotaAdmission(self.store))
         self.api.delete_hooks.append(self._released)
@@ -199,7 +203,7 @@ class LabCluster:
     def serve(self, port: int = 0) -> str:
         """Serve the API over HTTP on 127.0.0.1; returns its URL."""
         if self._server_thread is None:
-            self._server = ApiServer(api=self.api, logs=self.logs)
+            self._server = ApiServer(api=self.api, logs=self.logs, authorizer=self.rbac)
             self._server_thread = ServerThread(self._server, port=port)
             self._server_thread.start()
         return self._server_thread.url
@@ -208,20 +212,26 @@ class LabCluster:
     def url(self) -> str:
         return self._server_thread.url if self._server_thread is not None else ""
 
-    def kubeconfig(self) -> JsonObject:
+    def kubeconfig(self, *, service_account: tuple[str, str] | None = None) -> JsonObject:
+        """The admin's kubeconfig, or with `service_account=(namespace, name)` one holding a
+        token the lab issued to `system:serviceaccount:NAMESPACE:NAME` (subject to RBAC)."""
         if not self.url:
             raise RuntimeError("call serve() before asking for a kubeconfig")
+        user, token = f"{self.name}-admin", ADMIN_TOKEN
+        if service_account is not None:
+            user = f"{self.name}-{service_account[0]}-{service_account[1]}"
+            token = self.rbac.service_account_token(*service_account)
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": self.name, "cluster": {"server": self.url}}],
-            "users": [{"name": f"{self.name}-admin", "user": {"token": "lab-token"}}],
+            "users": [{"name": user, "user": {"token": token}}],
             "contexts": [
                 {
                     "name": self.name,
                     "context": {
                         "cluster": self.name,
-                        "user": f"{self.name}-admin",
+                        "user": user,
                         "namespace": "default",
                     },
                 }
@@ -230,9 +240,12 @@ class LabCluster:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(
+        self, path: str | Path, *, service_account: tuple[str, str] | None = None
+    ) -> Path:
         target = Path(path)
-        target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        config = self.kubeconfig(service_account=service_account)
+        target.write_text(yaml.safe_dump(config, sort_keys=False))
         return target
 
     # ------------------------------------------------------------------ manifests

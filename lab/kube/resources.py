@@ -241,6 +241,40 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         model="V1EndpointSlice",
     ),
+    *(
+        ResourceType(
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            plural=plural,
+            singular=plural[:-1],
+            kind=kind,
+            namespaced=namespaced,
+            model=f"V1{kind}",
+        )
+        for plural, kind, namespaced in (
+            ("clusterrolebindings", "ClusterRoleBinding", False),
+            ("clusterroles", "ClusterRole", False),
+            ("rolebindings", "RoleBinding", True),
+            ("roles", "Role", True),
+        )
+    ),
+    # Access reviews are answered, never stored (lab/kube/rbac.py): create is their only verb.
+    *(
+        ResourceType(
+            group="authorization.k8s.io",
+            version="v1",
+            plural=plural,
+            singular=plural[:-1],
+            kind=kind,
+            namespaced=False,
+            model=f"V1{kind}",
+            verbs=("create",),
+        )
+        for plural, kind in (
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+            ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+        )
+    ),
     ResourceType(
         group="events.k8s.io",
         version="v1",

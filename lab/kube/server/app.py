@@ -30,9 +30,10 @@ from lab.kube.errors import (
 from lab.kube.events import to_events_v1
 from lab.kube.jsonutil import dumps
 from lab.kube.logs import LogQuery, LogStore, pod_log
+from lab.kube.rbac import Authorizer
 from lab.kube.resources import ResourceType
 from lab.kube.selectors import parse_field_selector, parse_label_selector
-from lab.kube.server import discovery
+from lab.kube.server import authz, discovery
 from lab.kube.server import request as req
 from lab.kube.server.routing import Route, Target, parse
 from lab.kube.server.tables import table
@@ -56,9 +57,12 @@ def _render(value: Any, rendering: req.Rendering) -> tuple[bytes, str]:
 
 
 class ApiServer:
-    def __init__(self, *, api: KubeApi, logs: LogStore) -> None:
+    def __init__(
+        self, *, api: KubeApi, logs: LogStore, authorizer: Authorizer | None = None
+    ) -> None:
         self.api = api
         self.logs = logs
+        self.authorizer = authorizer or Authorizer(api.store)
         self.server_address = "127.0.0.1:0"
         self.sessions: set[WatchSession] = set()
 
@@ -113,7 +117,8 @@ class ApiServer:
             route = parse(segments[1], segments[2], segments[3:])
         else:
             raise NotFound("the server could not find the requested resource")
-        return await self._resource(request, route)
+        reviewed = await authz.authorize(self.authorizer, request, route)  # RBAC: 401/403
+        return reviewed if reviewed is not None else await self._resource(request, route)
 
     # ------------------------------------------------------------------ discovery
 

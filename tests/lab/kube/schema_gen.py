@@ -43,6 +43,12 @@ ROOTS = (
     "V1Scale",
     "V1EndpointSlice",
     "V1DeleteOptions",
+    "V1Role",
+    "V1ClusterRole",
+    "V1RoleBinding",
+    "V1ClusterRoleBinding",
+    "V1SelfSubjectAccessReview",
+    "V1SelfSubjectRulesReview",
 )
 
 
