@@ -1,0 +1,406 @@
+"""The shipped RBAC (`manifests/kustomize/base/rbac.yaml`) against the RBAC-enforcing lab.
+
+`test_doctor.py` holds the manifest equal to `bot.doctor`'s permission table on paper; here
+the bot's Kubernetes adapter runs as `system:serviceaccount:stratus:stratus` with exactly
+those Roles and bindings applied to the lab, and the API server decides:
+
+* every read detection, diagnosis and the change journal make succeeds;
+* every action of the catalog, on every kind it targets, passes its server-side dry run
+  (`agents.tnr.preview`, as the engine admits a plan), is applied and undone the way the TNR
+  engine writes (PUT, or DELETE for a pod), and could be re-created by a drift-confirmed undo;
+* Secrets cannot be read;
+* with any one rule removed, `stratus doctor` names exactly the verbs that rule granted, and
+  the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from agents.actions import (
+    Action,
+    CordonNode,
+    DeletePod,
+    MergePatch,
+    PatchService,
+    Replace,
+    RollbackWorkload,
+    RolloutRestart,
+    ScaleWorkload,
+    SetConfigMapKeys,
+    SetContainerEnv,
+    SetHpaBounds,
+    SetImage,
+    SetResources,
+    SetScheduling,
+)
+from agents.actions.snapshot import clean, comparable, restorable
+from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.errors import Conflict
+from agents.model import KubeObject, ObjectRef, Scope
+from agents.tnr.preview import preview
+from bot.doctor import (
+    RBAC_HINT,
+    READ_PERMISSIONS,
+    SelfSubjectAccessReviews,
+    Verdict,
+    catalog_actions,
+    check_kubernetes,
+    write_permissions,
+)
+from lab.sim.world import LabWorld, WorldConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "manifests" / "kustomize" / "base" / "rbac.yaml"
+NS = "hotel-reservation"
+SA = ("stratus", "stratus")
+SCOPE = Scope(cluster="lab", namespace=NS)
+
+
+def _rbac_documents() -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+
+
+@dataclass
+class Lab:
+    world: LabWorld
+    bot: KubernetesCluster  # the adapter, as the ServiceAccount
+    sa_client: client.ApiClient  # the official client, as the ServiceAccount
+
+    def reconcile(self) -> None:
+        self.world.cluster.reconcile()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    home = tmp_path_factory.mktemp("rbac")
+    world = LabWorld(WorldConfig(apps=(NS,), serve_api=True, kubeconfig=home / "admin"))
+    with world:
+        cluster = world.cluster
+        # What the catalog targets but the hotel app does not have (as the admin).
+        cluster.apply_manifests(_extra_objects(), field_manager="lab")
+        cluster.apply_manifests(_rbac_documents(), field_manager="kubectl")
+        cluster.reconcile()
+        kubeconfig = cluster.write_kubeconfig(home / "sa", service_account=SA)
+        bot = KubernetesCluster.connect(kubeconfig=kubeconfig, cluster_name="lab")
+        sa_client = config.new_client_from_config(str(kubeconfig))
+        try:
+            yield Lab(world=world, bot=bot, sa_client=sa_client)
+        finally:
+            sa_client.close()
+            bot.close()
+
+
+def _extra_objects() -> list[dict[str, Any]]:
+    labels = {"app": "cache"}
+    meta = {"namespace": NS}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "cache", **meta},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "cache",
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "cache", "image": "memcached:1.6"}]},
+                },
+            },
+        },
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "frontend", **meta},
+            "spec": {
+                "scaleTargetRef": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": "frontend",
+                },
+                "minReplicas": 1,
+                "maxReplicas": 3,
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "quota", **meta},
+            "spec": {"hard": {"pods": "100"}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "stratus-probe", **meta},
+            "stringData": {"password": "hunter2"},
+        },
+    ]
+
+
+# --------------------------------------------------------------------------------- reads
+
+
+def test_every_read_of_detection_diagnosis_and_the_journal_succeeds(lab: Lab) -> None:
+    bot = lab.bot
+    assert NS in bot.namespaces()
+    assert bot.nodes()
+    pods = [p.name for p in bot.pods(NS) if p.name.startswith("frontend-")]
+    assert pods
+    assert isinstance(bot.pod_logs(NS, pods[0], tail_lines=5), list)
+    assert {w.name for w in bot.workloads(NS)} >= {"frontend", "cache"}
+    assert bot.services(NS)
+    assert bot.config_maps(NS)
+    assert isinstance(bot.events(NS), list)
+    assert bot.quotas(NS)
+    assert bot.rollout_history(NS, "frontend")
+    # The change journal: list-then-watch of each kind it records. A write (as the admin)
+    # after the list makes the watch's replay hold an event, so no wait is needed.
+    admin = lab.world.api
+    for api_version, kind, name in (
+        ("apps/v1", "Deployment", "frontend"),
+        ("apps/v1", "StatefulSet", "cache"),
+        ("v1", "Service", "frontend"),
+        ("v1", "ConfigMap", "hotel-config"),
+    ):
+        listed = bot.list_for_watch(api_version=api_version, kind=kind, namespace=NS)
+        assert listed.items
+        admin.patch(
+            kind,
+            NS,
+            name,
+            {"metadata": {"labels": {"touched": "yes"}}},
+            patch_type="merge",
+            field_manager="someone",
+        )
+        events = bot.watch(
+            api_version=api_version,
+            kind=kind,
+            namespace=NS,
+            resource_version=listed.resource_version,
+            timeout_seconds=5,
+        )
+        event_type, obj = next(iter(events))
+        assert (event_type, obj.name) == ("MODIFIED", name)
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
+
+
+def test_the_read_role_cannot_read_secret_values(lab: Lab) -> None:
+    core = client.CoreV1Api(lab.sa_client)
+    for call in (
+        lambda: core.read_namespaced_secret("stratus-probe", NS),
+        lambda: core.list_namespaced_secret(NS),
+        core.list_secret_for_all_namespaces,
+    ):
+        with pytest.raises(client.ApiException) as caught:
+            call()
+        assert caught.value.status == 403
+        assert "cannot" in json.loads(caught.value.body)["message"]
+    # Nor anything outside the covered namespaces.
+    with pytest.raises(client.ApiException) as caught:
+        core.list_namespaced_pod("default")
+    assert caught.value.status == 403
+
+
+# ------------------------------------------------------------------------------- writes
+
+
+def _first_container(lab: Lab, ref: ObjectRef) -> str:
+    live = lab.world.api.get(ref.kind, NS, ref.name)
+    return str(live["spec"]["template"]["spec"]["containers"][0]["name"])
+
+
+def _ref(kind: str, name: str) -> ObjectRef:
+    api_version = {
+        "Deployment": "apps/v1",
+        "StatefulSet": "apps/v1",
+        "HorizontalPodAutoscaler": "autoscaling/v2",
+    }.get(kind, "v1")
+    return ObjectRef(
+        api_version=api_version, kind=kind, name=name, namespace=None if kind == "Node" else NS
+    )
+
+
+_TARGETS = {
+    "Deployment": "frontend",
+    "StatefulSet": "cache",
+    "Service": "frontend",
+    "ConfigMap": "hotel-config",
+    "HorizontalPodAutoscaler": "frontend",
+    "ResourceQuota": "quota",
+    "Node": "lab-node-1",
+}
+
+_MERGE_PATCHES: dict[str, dict[str, Any]] = {
+    "Deployment": {"spec": {"minReadySeconds": 1}},
+    "StatefulSet": {"spec": {"minReadySeconds": 1}},
+    "Service": {"spec": {"sessionAffinity": "ClientIP"}},
+    "ConfigMap": {"data": {"stratus-test": "1"}},
+    "HorizontalPodAutoscaler": {"spec": {"maxReplicas": 4}},
+    "ResourceQuota": {"spec": {"hard": {"pods": "99"}}},
+}
+
+Factory = Callable[[Lab, ObjectRef], Action]
+
+#: One example of each catalog action; `test_the_examples_cover_the_catalog` keeps it whole.
+_EXAMPLES: dict[str, Factory] = {
+    "scale": lambda lab, ref: ScaleWorkload(
+        target=ref, replicas=lab.world.api.get(ref.kind, NS, ref.name)["spec"]["replicas"] + 1
+    ),
+    "set_image": lambda lab, ref: SetImage(
+        target=ref, container=_first_container(lab, ref), image="registry.lab/hotel:v2"
+    ),
+    "rollback": lambda lab, ref: RollbackWorkload(target=ref),
+    "rollout_restart": lambda lab, ref: RolloutRestart(target=ref, stamp="2026-01-05T09:00:00Z"),
+    "set_env": lambda lab, ref: SetContainerEnv(
+        target=ref, container=_first_container(lab, ref), env={"STRATUS_TEST": "1"}
+    ),
+    "set_resources": lambda lab, ref: SetResources(
+        target=ref, container=_first_container(lab, ref), requests={"cpu": "50m"}
+    ),
+    "set_scheduling": lambda lab, ref: SetScheduling(
+        target=ref, node_selector={"kubernetes.io/os": "linux"}
+    ),
+    "patch_service": lambda lab, ref: PatchService(
+        target=ref,
+        selector={**lab.world.api.get("Service", NS, ref.name)["spec"]["selector"], "x": "y"},
+    ),
+    "set_configmap": lambda lab, ref: SetConfigMapKeys(target=ref, values={"stratus-test": "1"}),
+    "delete_pod": lambda lab, ref: DeletePod(target=ref),
+    "cordon": lambda lab, ref: CordonNode(target=ref),
+    "set_hpa_bounds": lambda lab, ref: SetHpaBounds(target=ref, max_replicas=5),
+    "merge_patch": lambda lab, ref: MergePatch(
+        target=ref, patch=_MERGE_PATCHES[ref.kind], reason="test"
+    ),
+}
+
+_CASES = [(action, kind) for action, kinds in catalog_actions().items() for kind in sorted(kinds)]
+
+
+def test_the_examples_cover_the_catalog() -> None:
+    assert set(_EXAMPLES) == set(catalog_actions())
+
+
+def _frontend(pod: dict[str, Any]) -> bool:
+    return str(pod["metadata"]["name"]).startswith("frontend-")
+
+
+def _target(lab: Lab, kind: str) -> ObjectRef:
+    if kind == "Pod":
+        pods = lab.world.cluster.api.list("Pod", NS)
+        return _ref("Pod", next(p["metadata"]["name"] for p in pods if _frontend(p)))
+    return _ref(kind, _TARGETS[kind])
+
+
+@pytest.mark.parametrize(("action_kind", "target_kind"), _CASES)
+def test_every_catalog_action_dry_runs_applies_and_undoes_as_the_service_account(
+    lab: Lab, action_kind: str, target_kind: str
+) -> None:
+    if action_kind == "rollback":
+        # A rollback needs a previous revision: the admin changes the template first.
+        lab.world.api.patch(
+            "Deployment",
+            NS,
+            "frontend",
+            {"spec": {"template": {"metadata": {"annotations": {"rev": action_kind}}}}},
+            patch_type="merge",
+            field_manager="someone",
+        )
+        lab.reconcile()
+    ref = _target(lab, target_kind)
+    action = _EXAMPLES[action_kind](lab, ref)
+    [previewed] = preview(lab.bot, lab.bot, SCOPE, [action])
+    assert (previewed.admitted, previewed.error) == (True, None)
+    live = lab.bot.get(ref)
+    write = action.desired(live, lab.bot)
+    if not isinstance(write, Replace):
+        lab.bot.delete(write.ref, resource_version=live.resource_version)
+        lab.reconcile()
+        # Its controller replaces it.
+        assert any(_frontend(p) for p in lab.world.cluster.api.list("Pod", NS))
+        return
+    applied = lab.bot.replace(write.obj, field_manager="stratus")
+    assert comparable(applied.body) != comparable(live.body)
+    # Undo re-applies the snapshot over the object we produced.
+    snapshot = clean(live.body)
+    lab.bot.replace(KubeObject(restorable(snapshot, applied.resource_version)))
+    assert comparable(lab.bot.get(ref).body) == comparable(live.body)
+    if target_kind != "Node":
+        # A drift-confirmed undo re-creates a deleted object: authorization comes before the
+        # existence check, so "already exists" (not "forbidden") shows create is granted.
+        with pytest.raises(Conflict, match="already exists"):
+            lab.bot.create(KubeObject(restorable(snapshot, None)), dry_run=True)
+    lab.reconcile()
+
+
+# ------------------------------------------------------------------------------- doctor
+
+
+def _rules() -> list[tuple[str, int]]:
+    return [
+        (d["metadata"]["name"], i)
+        for d in _rbac_documents()
+        if d["kind"] == "ClusterRole"
+        for i in range(len(d["rules"]))
+    ]
+
+
+def test_doctor_finds_every_permission_granted(lab: Lab) -> None:
+    checks = check_kubernetes(SelfSubjectAccessReviews(lab.bot), [NS])
+    assert [(c.name, c.verdict) for c in checks] == [
+        ("kubernetes reads", Verdict.OK),
+        ("kubernetes writes", Verdict.OK),
+    ]
+
+
+@pytest.mark.parametrize(("role", "index"), _rules())
+def test_doctor_names_the_permissions_of_a_removed_rule_and_the_fix(
+    lab: Lab, role: str, index: int
+) -> None:
+    [shipped] = [
+        d for d in _rbac_documents() if d["kind"] == "ClusterRole" and d["metadata"]["name"] == role
+    ]
+    removed = shipped["rules"][index]
+    reduced = copy.deepcopy(shipped)
+    del reduced["rules"][index]
+    cluster = lab.world.cluster
+    cluster.apply_manifests(reduced, field_manager="kubectl")
+    try:
+        checks = check_kubernetes(SelfSubjectAccessReviews(lab.bot), [NS])
+    finally:
+        cluster.apply_manifests(shipped, field_manager="kubectl")
+    cluster_scoped = role in ("stratus-read-cluster", "stratus-write-nodes")
+    place = " (cluster-wide)" if cluster_scoped else f" in {NS}"
+    expected = {
+        f"{verb} {resource}.{group}{place}" if group else f"{verb} {resource}{place}"
+        for group in removed["apiGroups"]
+        for resource in removed["resources"]
+        for verb in removed["verbs"]
+    }
+    problems = [c for c in checks if c.verdict is not Verdict.OK]
+    assert [c.verdict for c in problems] == [Verdict.PROBLEM]
+    [problem] = problems
+    assert problem.name == ("kubernetes writes" if "write" in role else "kubernetes reads")
+    assert problem.detail.startswith("not allowed: ")
+    # Entries are "VERB RESOURCE PLACE — WHY", joined by "; " (a why may hold "; " too).
+    named = set(
+        re.findall(r"(?:^not allowed: |; )(\w+ \S+ (?:in \S+|\(cluster-wide\))) — ", problem.detail)
+    )
+    assert named == expected
+    assert RBAC_HINT in problem.fix
+    # Each named permission says why Stratus needs it (from the permission table).
+    table = {p.name: p.why for p in (write_permissions() if "write" in role else READ_PERMISSIONS)}
+    for entry in expected:
+        assert f"{entry} — {table[entry.split()[1]]}" in problem.detail
