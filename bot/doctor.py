@@ -86,12 +86,12 @@ def _p(group: str, resource: str, verbs: str, why: str, *, cluster: bool = False
 
 #: Reads of detection, diagnosis, severity, planning and the change journal (DESIGN 5).
 READ_PERMISSIONS: tuple[Permission, ...] = (
-    _p("", "namespaces", "get list", "the covered namespaces", cluster=True),
+    _p("", "namespaces", "list", "the covered namespaces", cluster=True),
     _p("", "nodes", "get list", "node conditions, taints and capacity", cluster=True),
     _p("", "pods", "get list", "pod states and restart counts"),
     _p("", "pods/log", "get", "log tails of failing pods"),
     _p("", "services", "get list watch", "selectors and ports; the change journal"),
-    _p("", "endpoints", "get list", "ready endpoints behind each service"),
+    _p("", "endpoints", "list", "ready endpoints behind each service"),
     _p("", "configmaps", "get list watch", "configuration; the change journal"),
     _p("", "events", "list", "what the cluster reported"),
     _p("", "resourcequotas", "get list", "quotas that block pods"),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +170,8 @@ class Authorizer:
         self._seed = seed
         self._lock = threading.Lock()
         self._tokens: dict[str, Identity] = {ADMIN_TOKEN: ADMIN}
+        #: Called with every decision on a request (tests record what an identity used).
+        self.observers: list[Callable[[Identity, Attributes, bool], None]] = []
 
     # ------------------------------------------------------------------------ identities
 
@@ -244,6 +246,8 @@ class Authorizer:
     def authorize(self, identity: Identity, attrs: Attributes) -> None:
         """Raises the real server's 403 when `identity` may not do it."""
         allowed, _ = self.decide(identity, attrs)
+        for observer in list(self.observers):
+            observer(identity, attrs, allowed)
         if not allowed:
             raise forbidden(identity, attrs)
 

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +59,15 @@ from bot.doctor import (
     check_kubernetes,
     write_permissions,
 )
+from lab.kube.rbac import Attributes, Identity
 from lab.sim.world import LabWorld, WorldConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "manifests" / "kustomize" / "base" / "rbac.yaml"
 NS = "hotel-reservation"
 SA = ("stratus", "stratus")
+USER = "system:serviceaccount:stratus:stratus"
+_touches = count()
 SCOPE = Scope(cluster="lab", namespace=NS)
 
 
@@ -152,6 +156,10 @@ def _extra_objects() -> list[dict[str, Any]]:
 
 
 def test_every_read_of_detection_diagnosis_and_the_journal_succeeds(lab: Lab) -> None:
+    _read_everything(lab)
+
+
+def _read_everything(lab: Lab) -> None:
     bot = lab.bot
     assert NS in bot.namespaces()
     assert bot.nodes()
@@ -164,6 +172,15 @@ def test_every_read_of_detection_diagnosis_and_the_journal_succeeds(lab: Lab) ->
     assert isinstance(bot.events(NS), list)
     assert bot.quotas(NS)
     assert bot.rollout_history(NS, "frontend")
+    # What planning and diagnosis list by kind (agents/planning/context.py, diagnosis/).
+    for api_version, kind in (
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("v1", "Service"),
+        ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ):
+        assert bot.list_objects(api_version=api_version, kind=kind, namespace=NS)
     # The change journal: list-then-watch of each kind it records. A write (as the admin)
     # after the list makes the watch's replay hold an event, so no wait is needed.
     admin = lab.world.api
@@ -179,7 +196,7 @@ def test_every_read_of_detection_diagnosis_and_the_journal_succeeds(lab: Lab) ->
             kind,
             NS,
             name,
-            {"metadata": {"labels": {"touched": "yes"}}},
+            {"metadata": {"labels": {"touched": str(next(_touches))}}},  # a change each time
             patch_type="merge",
             field_manager="someone",
         )
@@ -308,6 +325,11 @@ def _target(lab: Lab, kind: str) -> ObjectRef:
 def test_every_catalog_action_dry_runs_applies_and_undoes_as_the_service_account(
     lab: Lab, action_kind: str, target_kind: str
 ) -> None:
+    _exercise(lab, action_kind, target_kind)
+
+
+def _exercise(lab: Lab, action_kind: str, target_kind: str) -> None:
+    """Dry run, apply and undo as the engine does, through the adapter as the bot."""
     if action_kind == "rollback":
         # A rollback needs a previous revision: the admin changes the template first.
         lab.world.api.patch(
@@ -343,6 +365,40 @@ def test_every_catalog_action_dry_runs_applies_and_undoes_as_the_service_account
         with pytest.raises(Conflict, match="already exists"):
             lab.bot.create(KubeObject(restorable(snapshot, None)), dry_run=True)
     lab.reconcile()
+
+
+def test_the_shipped_rbac_grants_nothing_the_bot_does_not_use(lab: Lab) -> None:
+    """Least privilege the other way round: every verb a rule grants is one the reads, the
+    journal or some catalog action actually sends, and the bot is never refused."""
+    used: set[tuple[str, str, str]] = set()
+    refused: list[Attributes] = []
+
+    def record(identity: Identity, attrs: Attributes, allowed: bool) -> None:
+        if identity.user != USER or attrs.group == "authorization.k8s.io":
+            return
+        used.add((attrs.group, attrs.combined, attrs.verb))
+        if not allowed:
+            refused.append(attrs)
+
+    observers = lab.world.cluster.rbac.observers
+    observers.append(record)
+    try:
+        _read_everything(lab)
+        for action_kind, target_kind in _CASES:
+            _exercise(lab, action_kind, target_kind)
+    finally:
+        observers.remove(record)
+    assert refused == []
+    granted = {
+        (group, resource, verb)
+        for d in _rbac_documents()
+        if d["kind"] == "ClusterRole"
+        for rule in d["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted - used == set()
 
 
 # ------------------------------------------------------------------------------- doctor
