@@ -8,6 +8,8 @@ those Roles and bindings applied to the lab, and the API server decides:
 * every action of the catalog, on every kind it targets, passes its server-side dry run
   (`agents.tnr.preview`, as the engine admits a plan), is applied and undone the way the TNR
   engine writes (PUT, or DELETE for a pod), and could be re-created by a drift-confirmed undo;
+* the TNR engine itself commits a plan and the Undoer restores it, as the ServiceAccount;
+* every verb the roles grant is one the bot sends (nothing excessive), and none is refused;
 * Secrets cannot be read;
 * with any one rule removed, `stratus doctor` names exactly the verbs that rule granted, and
   the fix.
@@ -48,7 +50,10 @@ from agents.actions import (
 from agents.actions.snapshot import clean, comparable, restorable
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.errors import Conflict
-from agents.model import KubeObject, ObjectRef, Scope
+from agents.model import KubeObject, ObjectRef, OutcomeKind, Scope
+from agents.severity import SeverityMeter
+from agents.tnr import TnrLimits, TransactionEngine, TransactionRequest, Undoer, UndoStatus
+from agents.tnr.ledger import StorageLedger
 from agents.tnr.preview import preview
 from bot.doctor import (
     RBAC_HINT,
@@ -61,6 +66,8 @@ from bot.doctor import (
 )
 from lab.kube.rbac import Attributes, Identity
 from lab.sim.world import LabWorld, WorldConfig
+from storage import Store
+from storage.migrations import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "manifests" / "kustomize" / "base" / "rbac.yaml"
@@ -460,3 +467,55 @@ def test_doctor_names_the_permissions_of_a_removed_rule_and_the_fix(
     table = {p.name: p.why for p in (write_permissions() if "write" in role else READ_PERMISSIONS)}
     for entry in expected:
         assert f"{entry} — {table[entry.split()[1]]}" in problem.detail
+
+
+# ------------------------------------------------------------------------------- engine
+
+
+def test_the_tnr_engine_commits_and_undoes_a_plan_as_the_service_account(tmp_path: Path) -> None:
+    """The whole write path under the shipped roles: the lease, dry runs, snapshots, writes,
+    the severity measurements of validation, and the Undo button's restore."""
+    url = f"sqlite:///{tmp_path / 'stratus.db'}"
+    upgrade(url)
+    store = Store.connect(url)
+    config = WorldConfig(apps=(NS,), seed=3, serve_api=True, kubeconfig=tmp_path / "admin")
+    try:
+        with LabWorld(config) as world:
+            world.cluster.apply_manifests(_rbac_documents(), field_manager="kubectl")
+            world.wait_healthy()
+            kubeconfig = world.cluster.write_kubeconfig(tmp_path / "sa", service_account=SA)
+            bot = KubernetesCluster.connect(kubeconfig=kubeconfig, cluster_name="lab")
+            try:
+                _engine_round_trip(world, bot, store)
+            finally:
+                bot.close()
+    finally:
+        store.close()
+
+
+def _engine_round_trip(world: LabWorld, bot: KubernetesCluster, store: Store) -> None:
+    limits = TnrLimits(
+        sustain_s=30, poll_s=5, settle_min_s=5, settle_timeout_s=120, lock_ttl_s=30, deadline_s=600
+    )
+    engine = TransactionEngine(
+        reader=bot,
+        writer=bot,
+        meter=SeverityMeter(reader=bot, metrics=world.metrics),
+        ledger=StorageLedger(store),
+        clock=world.clock,
+        holder="test-engine",
+        limits=limits,
+    )
+    frontend, config_map = _ref("Deployment", "frontend"), _ref("ConfigMap", "hotel-config")
+    before = {ref: comparable(bot.get(ref).body) for ref in (frontend, config_map)}
+    replicas = int(before[frontend]["spec"]["replicas"])
+    actions = (
+        ScaleWorkload(target=frontend, replicas=replicas + 1, from_replicas=replicas),
+        SetConfigMapKeys(target=config_map, values={"stratus-test": "1"}),
+    )
+    outcome = engine.run(TransactionRequest(scope=SCOPE, actions=actions, mu0=10.0, actor="U0A"))
+    assert outcome.kind is OutcomeKind.COMMITTED, outcome.reason
+    assert bot.get(frontend).body["spec"]["replicas"] == replicas + 1
+    result = Undoer(engine).undo(outcome.transaction_id, actor="U0A")
+    assert result.status is UndoStatus.UNDONE, result.message
+    assert {ref: comparable(bot.get(ref).body) for ref in before} == before
