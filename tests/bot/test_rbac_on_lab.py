@@ -238,6 +238,29 @@ def test_the_read_role_cannot_read_secret_values(lab: Lab) -> None:
     assert caught.value.status == 403
 
 
+def test_a_rules_review_lists_exactly_the_permission_table(lab: Lab) -> None:
+    """What `kubectl auth can-i --list -n hotel-reservation` would show the ServiceAccount:
+    the table of `bot.doctor`, plus the access reviews every identity may create."""
+    auth = client.AuthorizationV1Api(lab.sa_client)
+    review = client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=NS))
+    status = auth.create_self_subject_rules_review(review).status
+    listed = {
+        (group, resource, verb)
+        for rule in status.resource_rules
+        for group in rule.api_groups
+        for resource in rule.resources
+        for verb in rule.verbs
+        if group != "authorization.k8s.io"
+    }
+    table = {
+        (p.group, p.resource, verb)
+        for p in (*READ_PERMISSIONS, *write_permissions())
+        for verb in p.verbs
+    }
+    assert listed == table
+    assert status.incomplete is False
+
+
 # ------------------------------------------------------------------------------- writes
 
 
