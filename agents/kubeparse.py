@@ -174,6 +174,7 @@ def parse_service(body: JsonObject, ready_endpoints: int) -> ServiceInfo:
         selector=_str_map(spec.get("selector")),
         ports=ports,
         ready_endpoints=ready_endpoints,
+        cluster_ip=str(ip) if (ip := spec.get("clusterIP")) and ip != "None" else None,
     )
 
 

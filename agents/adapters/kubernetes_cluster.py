@@ -21,9 +21,11 @@ and forbidden.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 _JSON = "application/json"
 _NEVER_READ = frozenset({"Secret"})
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
@@ -264,7 +267,9 @@ class KubernetesCluster:
         limit: int = 500,
         api_version: str | None = None,
     ) -> list[KubeObject]:
-        # Reads are bounded: a few pages are plenty for a namespace's objects of one kind.
+        # Every page: a list cut after a few pages keeps whatever sorts first by name (the
+        # server's order), which in a big namespace is rarely what the incident is about. The
+        # cost of whole lists is what the `ClusterCache` in front of this adapter absorbs.
         items, _version = self._list_versioned(
             kind,
             namespace,
@@ -272,7 +277,7 @@ class KubernetesCluster:
             field_selector=field_selector,
             limit=limit,
             api_version=api_version,
-            max_items=5 * limit,
+            max_items=None,
         )
         return items
 
@@ -328,11 +333,9 @@ class KubernetesCluster:
         return [kubeparse.parse_workload(o.body) for o in objects]
 
     def events(self, namespace: str, *, limit: int = 200) -> Sequence[EventRecord]:
-        events = [
-            kubeparse.parse_event(o.body) for o in self._list("Event", namespace, limit=limit)
-        ]
-        events.sort(key=lambda e: (e.last_seen is None, e.last_seen), reverse=True)
-        return events[:limit]
+        return newest_events(
+            (kubeparse.parse_event(o.body) for o in self._list("Event", namespace)), limit
+        )
 
     def pod_logs(
         self,
@@ -486,6 +489,14 @@ class KubernetesCluster:
             raise TransientError(f"{what}: stream broke: {e}") from e
         finally:
             raw.release_conn()
+
+
+def newest_events(events: Iterable[EventRecord], limit: int) -> list[EventRecord]:
+    """The `limit` newest of `events` (by last seen), newest first. The server has no order
+    by time, so the newest are found only after reading them all."""
+    return heapq.nlargest(
+        limit, events, key=lambda e: (e.last_seen is not None, e.last_seen or _EPOCH)
+    )
 
 
 def _lines(raw: Any) -> Iterator[bytes]:
