@@ -21,11 +21,9 @@ and forbidden.
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +63,6 @@ logger = logging.getLogger(__name__)
 
 _JSON = "application/json"
 _NEVER_READ = frozenset({"Secret"})
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
@@ -333,7 +330,7 @@ class KubernetesCluster:
         return [kubeparse.parse_workload(o.body) for o in objects]
 
     def events(self, namespace: str, *, limit: int = 200) -> Sequence[EventRecord]:
-        return newest_events(
+        return kubeparse.newest_events(
             (kubeparse.parse_event(o.body) for o in self._list("Event", namespace)), limit
         )
 
@@ -489,14 +486,6 @@ class KubernetesCluster:
             raise TransientError(f"{what}: stream broke: {e}") from e
         finally:
             raw.release_conn()
-
-
-def newest_events(events: Iterable[EventRecord], limit: int) -> list[EventRecord]:
-    """The `limit` newest of `events` (by last seen), newest first. The server has no order
-    by time, so the newest are found only after reading them all."""
-    return heapq.nlargest(
-        limit, events, key=lambda e: (e.last_seen is not None, e.last_seen or _EPOCH)
-    )
 
 
 def _lines(raw: Any) -> Iterator[bytes]:

@@ -97,6 +97,10 @@ class Reflection:
     #: Errors the sink raises that mean "not recorded, try the same event again" (the
     #: journal's storage errors): back off and resume from the last version it took.
     sink_errors: tuple[type[Exception], ...] = ()
+    #: List again after a transient break too, instead of resuming the watch: a cache that
+    #: stops answering on `lost` is whole again only after a list (it cannot tell when a
+    #: resumed stream has caught up).
+    relist_after_break: bool = False
 
 
 def reflect(
@@ -141,6 +145,7 @@ def reflect(
                 backoff.reset()  # a healthy watch: resume at once, no new list
             else:
                 sink.lost()
+                listed = listed and not spec.relist_after_break
                 stop.wait(backoff.next_pause())
         except Expired:
             sink.lost()
@@ -150,6 +155,7 @@ def reflect(
             stop.wait(pause)
         except TransientError as e:
             sink.lost()
+            listed = listed and not spec.relist_after_break
             logger.info("watch of %s in %s: %s; retrying", kind, namespace, e)
             stop.wait(max(backoff.next_pause(), min(e.retry_after_s, spec.max_backoff_s)))
         except ClusterError as e:
