@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.cache.cluster_cache import ClusterCache
 from agents.clock import SystemClock
 from agents.diagnosis import ClaudeSettings, LanguageModel
 from agents.errors import ClusterError, MetricsError
@@ -94,6 +95,9 @@ class Options:
     slack_workers: int = 4  # threads that post and update messages
     housekeeping_interval_s: float = 30.0  # recovery, approval expiry, Slack retries
     journal: bool = True  # watch the covered namespaces for the change journal
+    #: Serve the scan, detection, diagnosis and planning from watch-fed caches (one list and
+    #: one watch per kind and covered namespace) instead of listing the API server each time.
+    cache: bool = True
     slack_post_interval_s: float = 1.0
     slack_update_interval_s: float = 1.0
     holder: str | None = None  # the writer-lock holder name (default: host and pid)
@@ -106,6 +110,7 @@ class Services:
     clock: Clock
     store: Store
     cluster: KubernetesCluster
+    cache: ClusterCache | None
     metrics_source: MetricsSource | None
     model: LanguageModel | None
     policy: Policy
@@ -142,6 +147,8 @@ class Services:
             every(self.scheduler, "detector-tick", options.housekeeping_interval_s, ops.tick)
         every(self.scheduler, "housekeeping", options.housekeeping_interval_s, ops.housekeeping)
         self._schedule_digests()
+        if self.cache is not None:
+            self.cache.start(self.namespaces)  # warm: the first scan finds them synced
         if self.journal_watcher is not None:
             self.journal_watcher.start()
         ops.resume()
@@ -184,6 +191,8 @@ class Services:
             self.scheduler.shutdown(wait=False)
         if self.journal_watcher is not None:
             self.journal_watcher.stop(timeout_s=1.0)
+        if self.cache is not None:
+            self.cache.close(timeout_s=1.0)
         # Messages are re-rendered from storage at the next start: stop talking to Slack
         # first, so queued syncs end at once, then let running work finish for a while.
         self.slack.close()
@@ -353,9 +362,11 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
     )
     holder = options.holder or f"stratus/{socket.gethostname()}/{os.getpid()}"
     model = _model(settings)
+    cache = ClusterCache(cluster) if options.cache else None
     brain = build_brain(
         store=store,
         reader=cluster,
+        cached=cache,
         writer=cluster,
         metrics=source,
         clock=clock,
@@ -399,6 +410,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         clock=clock,
         store=store,
         cluster=cluster,
+        cache=cache,
         metrics_source=source,
         model=model,
         policy=policy,
