@@ -147,10 +147,10 @@ class Services:
             every(self.scheduler, "detector-tick", options.housekeeping_interval_s, ops.tick)
         every(self.scheduler, "housekeeping", options.housekeeping_interval_s, ops.housekeeping)
         self._schedule_digests()
+        if self.journal_watcher is not None:
+            self.journal_watcher.start()  # first: it follows the cache's watches from their list
         if self.cache is not None:
             self.cache.start(self.namespaces)  # warm: the first scan finds them synced
-        if self.journal_watcher is not None:
-            self.journal_watcher.start()
         ops.resume()
         self.scheduler.resume()
         logger.info(
@@ -362,7 +362,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
     )
     holder = options.holder or f"stratus/{socket.gethostname()}/{os.getpid()}"
     model = _model(settings)
-    cache = ClusterCache(cluster) if options.cache else None
+    cache = ClusterCache(cluster, sink_errors=(StorageError,)) if options.cache else None
     brain = build_brain(
         store=store,
         reader=cluster,
@@ -400,7 +400,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         recovery_engine=recovery_engine,
     )
     journal_watcher = (
-        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30)
+        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30, cache=cache)
         if options.journal and namespaces
         else None
     )

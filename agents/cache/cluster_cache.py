@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agents import kubeparse
-from agents.cache.reflector import Reflection, reflect
+from agents.cache.reflector import Reflection, Sink, reflect
 from agents.model import (
     ConfigMapInfo,
     EventRecord,
@@ -72,12 +72,14 @@ class WatchableCluster(ClusterReader, ChangeWatcher, Protocol):
 
 
 class _Store:
-    """The objects of one kind in one namespace, as the watch last told them."""
+    """The objects of one kind in one namespace, as the watch last told them, and the other
+    sinks that follow the same watch (the change journal)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, KubeObject] = {}
         self._synced = False
+        self._subscribers: list[Sink] = []
         self.changed = threading.Condition(self._lock)
 
     def replace(self, items: Sequence[KubeObject], resource_version: str | None) -> None:
@@ -85,20 +87,44 @@ class _Store:
             self._objects = {o.name: o for o in items}
             self._synced = True
             self.changed.notify_all()
+            subscribers = list(self._subscribers)
+        # Outside the lock (readers need not wait for the journal's database), in the
+        # reflector's thread, so every subscriber hears the events in order.
+        for sink in subscribers:
+            sink.replace(items, resource_version)
 
     def apply(self, event_type: str, obj: KubeObject) -> None:
-        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
-            return  # BOOKMARK: the resume point moves, no object changes
         with self._lock:
             if event_type == "DELETED":
                 self._objects.pop(obj.name, None)
-            else:
+            elif event_type in ("ADDED", "MODIFIED"):
                 self._objects[obj.name] = obj
+            # BOOKMARK: the resume point moves, no object changes
             self.changed.notify_all()
+            subscribers = list(self._subscribers)
+        for sink in subscribers:
+            sink.apply(event_type, obj)
 
     def lost(self) -> None:
         with self._lock:
             self._synced = False
+            subscribers = list(self._subscribers)
+        for sink in subscribers:
+            sink.lost()
+
+    def subscribe(self, sink: Sink) -> None:
+        """`sink` hears every list and event from now on; when the store already holds a
+        list, it hears that first (a replay is harmless to the journal: it records only
+        differences)."""
+        with self._lock:
+            self._subscribers.append(sink)
+            current = [self._objects[n] for n in sorted(self._objects)] if self._synced else None
+        if current is not None:
+            sink.replace(current, None)
+
+    def unsubscribe(self, sink: Sink) -> None:
+        with self._lock:
+            self._subscribers = [s for s in self._subscribers if s is not sink]
 
     def items(self) -> list[KubeObject] | None:
         """Every object, in name order (the server's), or None while not synced."""
@@ -133,8 +159,12 @@ class ClusterCache:
         *,
         settings: CacheSettings | None = None,
         jitter: Callable[[], float] = random.random,
+        sink_errors: tuple[type[Exception], ...] = (),
     ) -> None:
+        """`sink_errors`: what subscribers may raise to have an event delivered again (the
+        journal's `StorageError`); see `subscribe`."""
         self._source = source
+        self._sink_errors = sink_errors
         self._settings = settings or CacheSettings()
         self._jitter = jitter
         self._stores: dict[tuple[str, str], _Store] = {}
@@ -172,13 +202,32 @@ class ClusterCache:
             for kind in CACHED_KINDS
         )
 
-    def _store(self, kind: str, namespace: str) -> _Store:
+    def subscribe(self, kind: str, namespace: str, sink: Sink) -> None:
+        """Let `sink` follow the store of (`kind`, `namespace`) — its lists, events and breaks
+        — so that one watch serves both (the change journal follows the cache's watches
+        instead of opening its own). Starts the store if it was not running. A sink error
+        listed in `sink_errors` makes the reflector resume from the last event the sink took:
+        the store takes the replayed events again, which changes nothing."""
+        self._store(kind, namespace, subscriber=sink)
+
+    def unsubscribe(self, kind: str, namespace: str, sink: Sink) -> None:
+        with self._lock:
+            store = self._stores.get((kind, namespace))
+        if store is not None:
+            store.unsubscribe(sink)
+
+    def _store(self, kind: str, namespace: str, *, subscriber: Sink | None = None) -> _Store:
         key = (kind, namespace)
         with self._lock:
             store = self._stores.get(key)
             if store is not None or self._stop.is_set():
-                return store or _Store()
+                store = store or _Store()
+                if subscriber is not None:
+                    store.subscribe(subscriber)
+                return store
             store = self._stores[key] = _Store()
+            if subscriber is not None:
+                store.subscribe(subscriber)  # before the thread starts: it hears the first list
             s = self._settings
             spec = Reflection(
                 api_version=CACHED_KINDS[kind],
@@ -188,6 +237,7 @@ class ClusterCache:
                 backoff_s=s.backoff_s,
                 max_backoff_s=s.max_backoff_s,
                 relist_after_break=True,
+                sink_errors=self._sink_errors,
             )
             thread = threading.Thread(
                 target=reflect,

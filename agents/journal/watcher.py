@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from agents.cache.cluster_cache import CACHED_KINDS, ClusterCache
 from agents.cache.reflector import Reflection, reflect
 from agents.journal.journal import ChangeJournal
 from agents.journal.kinds import WatchedKind
@@ -60,8 +61,14 @@ class JournalWatcher:
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         jitter: Callable[[], float] = random.random,
+        cache: ClusterCache | None = None,
     ) -> None:
+        """With `cache`, the journal follows the cache's watches for the kinds it holds (one
+        watch per kind and namespace serves both) and runs its own threads only for the
+        others; the cache must be built with `sink_errors=(StorageError,)`."""
         self._journal = journal
+        self._cache = cache
+        self._subscribed: list[tuple[str, str, _JournalSink]] = []
         self._watcher = watcher
         self._timeout_s = timeout_s
         self._backoff_s = backoff_s
@@ -71,11 +78,16 @@ class JournalWatcher:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        if self._threads:
+        if self._threads or self._subscribed:
             raise RuntimeError("the journal watcher is already running")
         self._stop.clear()
         for namespace in self._journal.namespaces:
             for kind in self._journal.kinds:
+                if self._cache is not None and CACHED_KINDS.get(kind.kind) == kind.api_version:
+                    sink = _JournalSink(self._journal, namespace, kind)
+                    self._cache.subscribe(kind.kind, namespace, sink)
+                    self._subscribed.append((kind.kind, namespace, sink))
+                    continue
                 thread = threading.Thread(
                     target=self._run,
                     args=(kind, namespace),
@@ -93,6 +105,10 @@ class JournalWatcher:
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Stop every thread; True when all of them ended within `timeout_s`."""
         self._stop.set()
+        if self._cache is not None:
+            for kind, namespace, sink in self._subscribed:
+                self._cache.unsubscribe(kind, namespace, sink)
+        self._subscribed = []
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -104,7 +120,7 @@ class JournalWatcher:
 
     @property
     def running(self) -> bool:
-        return any(t.is_alive() for t in self._threads)
+        return bool(self._subscribed) or any(t.is_alive() for t in self._threads)
 
     def _run(self, kind: WatchedKind, namespace: str) -> None:
         reflect(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -29,6 +30,14 @@ class Seen:
     query: dict[str, str]
     bytes: int = 0  # of the response body, once it is complete
     done: bool = False
+    #: aiohttp's writer for this response: its running byte count (headers included) lets a
+    #: window count what a long watch sent inside it, not only when the watch ends.
+    writer: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def sent(self) -> int:
+        output = getattr(self.writer, "output_size", None)
+        return int(output) if isinstance(output, int) else self.bytes
 
     @property
     def watch(self) -> bool:
@@ -49,7 +58,11 @@ class CountingServer(ApiServer):
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         seen = Seen(
-            at=time.monotonic(), method=request.method, path=request.path, query=dict(request.query)
+            at=time.monotonic(),
+            method=request.method,
+            path=request.path,
+            query=dict(request.query),
+            writer=getattr(request, "_payload_writer", None),
         )
         with self._access.lock:
             self._access.seen.append(seen)
@@ -80,3 +93,8 @@ class CountingServer(ApiServer):
 
     def since(self, at: float) -> list[Seen]:
         return [s for s in self.seen if s.at >= at]
+
+    def sent(self) -> list[int]:
+        """Bytes sent so far for each request, in arrival order: the difference of two calls
+        is what a time window cost, watches included."""
+        return [s.sent for s in self.seen]

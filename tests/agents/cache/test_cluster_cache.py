@@ -19,10 +19,13 @@ import yaml
 
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.cache.cluster_cache import CACHED_KINDS, CacheSettings, ClusterCache, _selector
+from agents.journal import ChangeJournal, JournalWatcher
 from lab.clock import LabClock
 from lab.kube.cluster import LabCluster
 from lab.kube.server.counting import CountingServer
 from lab.kube.server.thread import ServerThread
+from storage import StorageError
+from tests.agents.detection.fakes import migrated_store
 
 NS = "shop"
 LABELS = {"app": "cart", "tier": "web"}
@@ -248,3 +251,39 @@ def test_equality_selectors(selector: str, labels: dict[str, str], expected: boo
 def test_set_based_selectors_go_to_the_server() -> None:
     assert _selector("app in (cart,geo)") is None
     assert _selector("tier notin (db)") is None
+
+
+def test_the_journal_follows_the_caches_watches_instead_of_opening_its_own(
+    lab: Lab, tmp_path: Path
+) -> None:
+    store = migrated_store(tmp_path)
+    cache = ClusterCache(lab.kube, sink_errors=(StorageError,))
+    journal = ChangeJournal(store=store, clock=lab.cluster.clock, cluster="lab", namespaces=[NS])
+    watcher = JournalWatcher(journal=journal, watcher=lab.kube, timeout_s=30, cache=cache)
+    try:
+        watcher.start()
+        assert cache.wait_synced(NS, timeout_s=20)
+        mark = time.monotonic()
+        lab.cluster.api.patch(
+            "ConfigMap",
+            NS,
+            "cart-config",
+            {"data": {"MODE": "slow"}},
+            patch_type="merge",
+            field_manager="kubectl-edit",
+        )
+
+        def recorded() -> bool:
+            rows = store.journal.query("lab", NS)
+            return any(r.name == "cart-config" and r.manager == "kubectl-edit" for r in rows)
+
+        until(recorded, "the edit recorded by the journal")
+        # One list and one watch per kind: the journal opened none of its own.
+        for path in ("/deployments", "/statefulsets", "/services", "/configmaps"):
+            assert len(lab.server.requests(path, watch=True)) == 1, path
+            assert len(lab.server.requests(path, watch=False)) == 1, path
+        assert _lists(lab.server, mark) == []
+    finally:
+        watcher.stop(timeout_s=1)
+        _close(cache, lab)
+        store.close()
