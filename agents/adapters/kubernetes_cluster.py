@@ -169,6 +169,11 @@ class KubernetesCluster:
         except (k8s_config.ConfigException, OSError) as e:
             where = str(kubeconfig) if kubeconfig else "in-cluster service account"
             raise ClusterError(f"cannot load Kubernetes configuration from {where}: {e}") from e
+        # The ClusterCache holds a long watch open per kind and namespace (8 each) beside the
+        # short calls; with the SDK's default pool (5 per core) urllib3 discards a connection
+        # after each watch and logs "Connection pool is full". Connections are opened only
+        # when used, so a larger bound costs nothing while idle.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 64)
         return cls(
             k8s.ApiClient(bounded(configuration, deadline)),
             cluster_name=cluster_name,

@@ -67,6 +67,21 @@ CACHED_KINDS: dict[str, str] = {
 }
 
 
+#: Kinds stored without `metadata.managedFields`, which no cached read uses (only the change
+#: journal reads them, for its own kinds, and snapshots come from a live `get`): on a pod they
+#: are often a third of the object, and a big namespace holds thousands of pods and events.
+LEAN_KINDS = frozenset({"Pod", "Event", "Endpoints", "ReplicaSet"})
+
+
+def _lean(obj: KubeObject) -> KubeObject:
+    meta = obj.body.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return KubeObject(
+        {**obj.body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    )
+
+
 class WatchableCluster(ClusterReader, ChangeWatcher, Protocol):
     """A live cluster the cache reads through and watches (`KubernetesCluster`)."""
 
@@ -75,7 +90,8 @@ class _Store:
     """The objects of one kind in one namespace, as the watch last told them, and the other
     sinks that follow the same watch (the change journal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lean: bool = False) -> None:
+        self._lean = lean
         self._lock = threading.Lock()
         self._objects: dict[str, KubeObject] = {}
         self._synced = False
@@ -83,8 +99,9 @@ class _Store:
         self.changed = threading.Condition(self._lock)
 
     def replace(self, items: Sequence[KubeObject], resource_version: str | None) -> None:
+        stored = [_lean(o) for o in items] if self._lean else items
         with self._lock:
-            self._objects = {o.name: o for o in items}
+            self._objects = {o.name: o for o in stored}
             self._synced = True
             self.changed.notify_all()
             subscribers = list(self._subscribers)
@@ -98,7 +115,7 @@ class _Store:
             if event_type == "DELETED":
                 self._objects.pop(obj.name, None)
             elif event_type in ("ADDED", "MODIFIED"):
-                self._objects[obj.name] = obj
+                self._objects[obj.name] = _lean(obj) if self._lean else obj
             # BOOKMARK: the resume point moves, no object changes
             self.changed.notify_all()
             subscribers = list(self._subscribers)
@@ -225,7 +242,7 @@ class ClusterCache:
                 if subscriber is not None:
                     store.subscribe(subscriber)
                 return store
-            store = self._stores[key] = _Store()
+            store = self._stores[key] = _Store(lean=kind in LEAN_KINDS)
             if subscriber is not None:
                 store.subscribe(subscriber)  # before the thread starts: it hears the first list
             s = self._settings
