@@ -7,8 +7,9 @@ never raise on a well-formed object.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
+import heapq
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.model import (
@@ -174,6 +175,7 @@ def parse_service(body: JsonObject, ready_endpoints: int) -> ServiceInfo:
         selector=_str_map(spec.get("selector")),
         ports=ports,
         ready_endpoints=ready_endpoints,
+        cluster_ip=str(ip) if (ip := spec.get("clusterIP")) and ip != "None" else None,
     )
 
 
@@ -295,3 +297,14 @@ def parse_revisions(deployment: KubeObject, replica_sets: list[KubeObject]) -> l
             )
         )
     return sorted(revisions, key=lambda r: r.revision)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def newest_events(events: Iterable[EventRecord], limit: int) -> list[EventRecord]:
+    """The `limit` newest of `events` (by last seen), newest first. The server has no order
+    by time, so the newest are found only after reading them all."""
+    return heapq.nlargest(
+        limit, events, key=lambda e: (e.last_seen is not None, e.last_seen or _EPOCH)
+    )

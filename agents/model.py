@@ -215,6 +215,7 @@ class ServiceInfo:
     selector: Mapping[str, str]
     ports: tuple[ServicePort, ...]
     ready_endpoints: int
+    cluster_ip: str | None = None  # None for a headless Service
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -65,19 +65,31 @@ def build_brain(
     options: EngineOptions | None = None,
     detector_config: DetectorConfig | None = None,
     scan_config: ScanConfig | None = None,
+    cached: ClusterReader | None = None,
 ) -> Brain:
-    """`limits` overrides the policy's transaction limits (the bench runs shorter windows)."""
+    """`limits` overrides the policy's transaction limits (the bench runs shorter windows).
+
+    `cached` (the bot's `ClusterCache`) serves the reads that may lag the server by a watch's
+    delivery: the scan, detection's μ0, diagnosis and planning. The transaction engine (its
+    previews, writes, validation and undo) always reads `reader`: validation measures the
+    effect of our own write and must never see the state from before it."""
     policy = policy or default_policy()
     defaults = policy.defaults
     meter = SeverityMeter(
         reader=reader, metrics=metrics, weights=defaults.weights, slo=defaults.slo
+    )
+    lagging = cached or reader
+    detection_meter = (
+        SeverityMeter(reader=lagging, metrics=metrics, weights=defaults.weights, slo=defaults.slo)
+        if cached is not None
+        else meter
     )
     journal = ChangeJournal(
         store=store, clock=clock, cluster=reader.cluster_name, namespaces=tuple(namespaces)
     )
     similar = SimilarIncidents(store, cluster=reader.cluster_name)
     diagnoser = Diagnoser(
-        cluster=reader,
+        cluster=lagging,
         clock=clock,
         metrics=metrics,
         journal=journal,
@@ -98,7 +110,7 @@ def build_brain(
         options=options,
     )
     undoer = Undoer(engine)
-    planner = RulePlanner(reader, journal, policy=policy)
+    planner = RulePlanner(lagging, journal, policy=policy)
     machine = IncidentMachine(
         store=store,
         diagnoser=diagnoser,
@@ -111,14 +123,14 @@ def build_brain(
     )
     detector = Detector(
         store=store,
-        meter=meter,
+        meter=detection_meter,
         clock=clock,
         cluster=reader.cluster_name,
         namespaces=tuple(namespaces),
         config=detector_config or DetectorConfig(weights=defaults.weights),
     )
     scanner = Scanner(
-        reader=reader,
+        reader=lagging,
         metrics=metrics,
         clock=clock,
         namespaces=tuple(namespaces),

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.cache.cluster_cache import ClusterCache
 from agents.clock import SystemClock
 from agents.diagnosis import ClaudeSettings, LanguageModel
 from agents.errors import ClusterError, MetricsError
@@ -94,6 +95,9 @@ class Options:
     slack_workers: int = 4  # threads that post and update messages
     housekeeping_interval_s: float = 30.0  # recovery, approval expiry, Slack retries
     journal: bool = True  # watch the covered namespaces for the change journal
+    #: Serve the scan, detection, diagnosis and planning from watch-fed caches (one list and
+    #: one watch per kind and covered namespace) instead of listing the API server each time.
+    cache: bool = True
     slack_post_interval_s: float = 1.0
     slack_update_interval_s: float = 1.0
     holder: str | None = None  # the writer-lock holder name (default: host and pid)
@@ -106,6 +110,7 @@ class Services:
     clock: Clock
     store: Store
     cluster: KubernetesCluster
+    cache: ClusterCache | None
     metrics_source: MetricsSource | None
     model: LanguageModel | None
     policy: Policy
@@ -143,7 +148,9 @@ class Services:
         every(self.scheduler, "housekeeping", options.housekeeping_interval_s, ops.housekeeping)
         self._schedule_digests()
         if self.journal_watcher is not None:
-            self.journal_watcher.start()
+            self.journal_watcher.start()  # first: it follows the cache's watches from their list
+        if self.cache is not None:
+            self.cache.start(self.namespaces)  # warm: the first scan finds them synced
         ops.resume()
         self.scheduler.resume()
         logger.info(
@@ -188,6 +195,8 @@ class Services:
             # The threads are daemons, so none holds the process; waiting only printed
             # "still running" on every Ctrl-C.
             self.journal_watcher.signal_stop()
+        if self.cache is not None:
+            self.cache.close(timeout_s=1.0)
         # Messages are re-rendered from storage at the next start: stop talking to Slack
         # first, so queued syncs end at once, then let running work finish for a while.
         self.slack.close()
@@ -357,9 +366,11 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
     )
     holder = options.holder or f"stratus/{socket.gethostname()}/{os.getpid()}"
     model = _model(settings)
+    cache = ClusterCache(cluster, sink_errors=(StorageError,)) if options.cache else None
     brain = build_brain(
         store=store,
         reader=cluster,
+        cached=cache,
         writer=cluster,
         metrics=source,
         clock=clock,
@@ -393,7 +404,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         recovery_engine=recovery_engine,
     )
     journal_watcher = (
-        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30)
+        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30, cache=cache)
         if options.journal and namespaces
         else None
     )
@@ -403,6 +414,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         clock=clock,
         store=store,
         cluster=cluster,
+        cache=cache,
         metrics_source=source,
         model=model,
         policy=policy,

@@ -169,6 +169,11 @@ class KubernetesCluster:
         except (k8s_config.ConfigException, OSError) as e:
             where = str(kubeconfig) if kubeconfig else "in-cluster service account"
             raise ClusterError(f"cannot load Kubernetes configuration from {where}: {e}") from e
+        # The ClusterCache holds a long watch open per kind and namespace (8 each) beside the
+        # short calls; with the SDK's default pool (5 per core) urllib3 discards a connection
+        # after each watch and logs "Connection pool is full". Connections are opened only
+        # when used, so a larger bound costs nothing while idle.
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 64)
         return cls(
             k8s.ApiClient(bounded(configuration, deadline)),
             cluster_name=cluster_name,
@@ -264,7 +269,9 @@ class KubernetesCluster:
         limit: int = 500,
         api_version: str | None = None,
     ) -> list[KubeObject]:
-        # Reads are bounded: a few pages are plenty for a namespace's objects of one kind.
+        # Every page: a list cut after a few pages keeps whatever sorts first by name (the
+        # server's order), which in a big namespace is rarely what the incident is about. The
+        # cost of whole lists is what the `ClusterCache` in front of this adapter absorbs.
         items, _version = self._list_versioned(
             kind,
             namespace,
@@ -272,7 +279,7 @@ class KubernetesCluster:
             field_selector=field_selector,
             limit=limit,
             api_version=api_version,
-            max_items=5 * limit,
+            max_items=None,
         )
         return items
 
@@ -328,11 +335,9 @@ class KubernetesCluster:
         return [kubeparse.parse_workload(o.body) for o in objects]
 
     def events(self, namespace: str, *, limit: int = 200) -> Sequence[EventRecord]:
-        events = [
-            kubeparse.parse_event(o.body) for o in self._list("Event", namespace, limit=limit)
-        ]
-        events.sort(key=lambda e: (e.last_seen is None, e.last_seen), reverse=True)
-        return events[:limit]
+        return kubeparse.newest_events(
+            (kubeparse.parse_event(o.body) for o in self._list("Event", namespace)), limit
+        )
 
     def pod_logs(
         self,

@@ -13,7 +13,10 @@ It is a small rule evaluator with Prometheus's semantics:
 
 Fingerprints are deterministic (cluster, namespace, alert name, subject), so the same
 condition is the same alert on every scan and after a restart. Reads are per covered
-namespace and bounded (`ScanConfig.max_pods`, `max_events`). The scanner keeps state between
+namespace; pods and workloads are read whole (a pod list cut in name order missed a failing
+app whose pods sorted after a thousand others), events are the newest `ScanConfig.max_events`.
+The bot gives the scanner a `ClusterCache`, so a scan costs the API server nothing once the
+namespace's watches are synced. The scanner keeps state between
 calls; calls must not overlap (the scheduler runs one job at a time, the headless driver is
 single-threaded).
 """
@@ -160,7 +163,7 @@ class Scanner:
     def _cluster_findings(self, namespace: str, now: datetime) -> list[Finding] | None:
         config = self._config
         try:
-            pods = list(self._reader.pods(namespace))[: config.max_pods]
+            pods = list(self._reader.pods(namespace))
             workloads = list(self._reader.workloads(namespace))
             events = list(self._reader.events(namespace, limit=config.max_events))
         except ClusterError as e:

@@ -47,7 +47,6 @@ class ScanConfig:
     slo_window_s: int = 300
     slo: Slo = field(default_factory=Slo)
     critical_error_ratio: float = 0.25
-    max_pods: int = 1000  # per namespace: reads are bounded
     max_events: int = 200
 
 
@@ -160,7 +159,7 @@ def pod_findings(
     found: dict[tuple[str, str, str], Finding] = {}
     not_ready: dict[str, list[str]] = {}
     owners = OwnerIndex(workloads)
-    for pod in pods[: config.max_pods]:
+    for pod in pods:
         subject = owners.owner_of(pod)
         if pod.phase in ("Succeeded", "Failed"):
             continue

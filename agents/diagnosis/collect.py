@@ -11,9 +11,11 @@ the handler; a read that fails becomes a gap in the record, never an exception.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
+from agents import kubeparse
 from agents.diagnosis import changes as change_reads
 from agents.diagnosis import logs as log_reads
 from agents.diagnosis import metrics as metric_reads
@@ -21,7 +23,12 @@ from agents.diagnosis import podspec as pod_reads
 from agents.diagnosis.graph import add_config_edges
 from agents.diagnosis.handlers import Handler
 from agents.diagnosis.items import Item, make_item
-from agents.diagnosis.observe import Observations, parse_service_spec, parse_workload_spec
+from agents.diagnosis.observe import (
+    Observations,
+    ServiceSpec,
+    parse_workload_spec,
+    target_port,
+)
 from agents.diagnosis.ports import JournalView, Redactor
 from agents.diagnosis.state import describe_pod, describe_workload, pod_symptoms, short_reason
 from agents.errors import StratusError
@@ -34,6 +41,7 @@ from agents.model import (
     Incident,
     KubeObject,
     PodState,
+    ServiceInfo,
 )
 from agents.ports import Clock, ClusterReader, MetricsSource
 from agents.redact import redact_entries as redact_mapping
@@ -95,6 +103,18 @@ class Collector:
         items += metric_reads.read_saturation(self, obs, handler)
         items += self._nodes(obs, handler)
         items += self._quotas(obs, handler)
+        if obs.notes:
+            items.append(
+                make_item(
+                    key="selection",
+                    kind=EvidenceKind.ALERT,
+                    source="diagnosis",
+                    summary="; ".join(obs.notes[:5]),
+                    detail="\n".join(obs.notes[:40]),
+                    redactor=self.redactor,
+                    relevance=0.1,
+                )
+            )
         if obs.gaps:
             items.append(
                 make_item(
@@ -135,52 +155,41 @@ class Collector:
     def _inventory(self, obs: Observations, handler: Handler) -> None:
         ns = obs.scope.namespace
         c = self.cluster
-        for state in self.read_many(obs, "workloads", lambda: c.workloads(ns)):
-            obs.workloads[state.name] = state
+        # Each kind is read once: a workload's state and its pod template come from the same
+        # object, a Service's spec and its ready endpoints from one `services` read.
         for kind in ("Deployment", "StatefulSet"):
-            for body in self.read_many(obs, f"{kind} specs", _lister(c, "apps/v1", kind, ns)):
+            for body in self.read_many(obs, f"{kind}s", _lister(c, "apps/v1", kind, ns)):
                 spec = parse_workload_spec(body.body, self.redactor)
                 obs.specs[spec.name] = spec
-        pods = self.read_many(obs, "pods", lambda: c.pods(ns))[: handler.collect.pods.limit]
+                obs.workloads[spec.name] = kubeparse.parse_workload(body.body)
+        # Every pod of the namespace, grouped by service; no cut in name order (the failing
+        # app's pods may sort after thousands of others). The cap is per service and keeps
+        # the pods that are not ready.
+        owners = _PodOwners(obs)
         grouped: dict[str, list[PodState]] = {}
-        for pod in pods:
-            grouped.setdefault(self._service_of_pod(obs, pod), []).append(pod)
-        obs.pods = {k: tuple(v) for k, v in grouped.items()}
-        endpoints = {
-            s.name: s.ready_endpoints
-            for s in self.read_many(obs, "services", lambda: c.services(ns))
-        }
-        for body in self.read_many(obs, "Service specs", _lister(c, "v1", "Service", ns)):
-            svc = parse_service_spec(body.body, endpoints.get(body.name, 0))
-            obs.services[svc.name] = svc
+        for pod in self.read_many(obs, "pods", lambda: c.pods(ns)):
+            service = owners.service_of(pod)
+            obs.pod_services[pod.name] = service
+            grouped.setdefault(service, []).append(pod)
+        limit = handler.collect.pods.limit
+        obs.pods = {k: _keep_relevant(obs, k, v, limit) for k, v in grouped.items()}
+        for info in self.read_many(obs, "services", lambda: c.services(ns)):
+            obs.services[info.name] = service_spec(info)
         for cm in self.read_many(obs, "config maps", lambda: c.config_maps(ns)):
             obs.config_maps[cm.name] = ConfigMapInfo(
                 name=cm.name, namespace=cm.namespace, data=redact_mapping(cm.data, self.redactor)
             )
-        obs.events = tuple(
-            self.read_many(obs, "events", lambda: c.events(ns, limit=handler.collect.events.limit))
-        )[: handler.collect.events.limit]
-
-    def _service_of_pod(self, obs: Observations, pod: PodState) -> str:
-        for name, w in obs.workloads.items():
-            if w.selector and all(pod.labels.get(k) == v for k, v in w.selector.items()):
-                return name
-        for name, spec in obs.specs.items():
-            labels = spec.template_labels
-            if labels and all(pod.labels.get(k) == v for k, v in labels.items()):
-                return name
-        if pod.owner and "/" in pod.owner:
-            owner = pod.owner.split("/", 1)[1]
-            return owner.rsplit("-", 1)[0] if pod.owner.startswith("ReplicaSet/") else owner
-        return pod.labels.get("app.kubernetes.io/name") or pod.labels.get("app") or pod.name
+        limit = handler.collect.events.limit
+        obs.events = tuple(self.read_many(obs, "events", lambda: c.events(ns, limit=limit)))[:limit]
+        if len(obs.events) >= limit:
+            # The reader returns the newest first: what is dropped is the older history.
+            obs.notes.append(f"events: the newest {limit} kept, older ones not read")
 
     def service_of_object(self, obs: Observations, kind: str, name: str) -> str | None:
         if kind in ("Deployment", "StatefulSet") or name in obs.workloads:
             return name if name in obs.service_names else None
         if kind == "Pod":
-            for service, pods in obs.pods.items():
-                if any(p.name == name for p in pods):
-                    return service
+            return obs.pod_services.get(name)
         if kind == "ReplicaSet":
             base = name.rsplit("-", 1)[0]
             return base if base in obs.service_names else None
@@ -407,6 +416,79 @@ class Collector:
                 )
             )
         return out
+
+
+class _PodOwners:
+    """The service each pod belongs to: the first workload (in read order) whose selector it
+    matches, else the first whose template labels it carries, else its owner reference or
+    labels. One pass: a workload matches only pods carrying every pair of its selector, so an
+    index of one pair per workload finds the candidates (the pairwise loop was pods x
+    workloads per diagnosis)."""
+
+    def __init__(self, obs: Observations) -> None:
+        self._by_selector = _first_match_index(
+            (name, w.selector) for name, w in obs.workloads.items()
+        )
+        self._by_template = _first_match_index(
+            (name, spec.template_labels) for name, spec in obs.specs.items()
+        )
+
+    def service_of(self, pod: PodState) -> str:
+        for index in (self._by_selector, self._by_template):
+            found = _first_match(index, pod.labels)
+            if found is not None:
+                return found
+        if pod.owner and "/" in pod.owner:
+            owner = pod.owner.split("/", 1)[1]
+            return owner.rsplit("-", 1)[0] if pod.owner.startswith("ReplicaSet/") else owner
+        return pod.labels.get("app.kubernetes.io/name") or pod.labels.get("app") or pod.name
+
+
+_Index = dict[tuple[str, str], list[tuple[int, str, Mapping[str, str]]]]
+
+
+def _first_match_index(entries: Iterable[tuple[str, Mapping[str, str]]]) -> _Index:
+    index: _Index = {}
+    for position, (name, labels) in enumerate(entries):
+        if labels:
+            index.setdefault(min(labels.items()), []).append((position, name, labels))
+    return index
+
+
+def _first_match(index: _Index, labels: Mapping[str, str]) -> str | None:
+    best: tuple[int, str] | None = None
+    for pair in labels.items():
+        for position, name, wanted in index.get(pair, ()):
+            if (best is None or position < best[0]) and all(
+                labels.get(k) == v for k, v in wanted.items()
+            ):
+                best = (position, name)
+    return best[1] if best is not None else None
+
+
+def _keep_relevant(
+    obs: Observations, service: str, pods: list[PodState], limit: int
+) -> tuple[PodState, ...]:
+    """At most `limit` pods of one service, the not-ready ones first; what is dropped is said
+    in the notes (healthy replicas are interchangeable, a failing one is the evidence)."""
+    if len(pods) <= limit:
+        return tuple(pods)
+    kept = sorted(pods, key=lambda p: (p.ready and p.phase == "Running", p.name))[:limit]
+    obs.notes.append(
+        f"pods of {service}: {limit} of {len(pods)} kept (not-ready first), "
+        f"{len(pods) - limit} ready ones dropped"
+    )
+    return tuple(sorted(kept, key=lambda p: p.name))
+
+
+def service_spec(info: ServiceInfo) -> ServiceSpec:
+    return ServiceSpec(
+        name=info.name,
+        selector=dict(info.selector),
+        ports=tuple(replace(p, target_port=target_port(p.target_port)) for p in info.ports),
+        cluster_ip=info.cluster_ip,
+        ready_endpoints=info.ready_endpoints,
+    )
 
 
 def _lister(

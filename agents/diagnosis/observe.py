@@ -164,7 +164,12 @@ class Observations:
     nodes: tuple[NodeInfo, ...] = ()
     quotas: tuple[QuotaInfo, ...] = ()
     gaps: list[str] = field(default_factory=list)  # reads that failed, for the summary
+    notes: list[str] = field(default_factory=list)  # what a cap dropped, for the summary
     keys: dict[str, list[str]] = field(default_factory=dict)  # "pods:<svc>" → evidence keys
+    pod_services: dict[str, str] = field(default_factory=dict)  # pod name → service
+    #: Services by one pair of their selector, built on first use (see `k8s_services_for`);
+    #: rebuilt when `services` has grown since, as it does while the collector fills it.
+    _selector_index: tuple[int, dict[tuple[str, str], list[ServiceSpec]]] | None = None
 
     def cite(self, group: str, key: str) -> None:
         self.keys.setdefault(group, []).append(key)
@@ -195,16 +200,34 @@ class Observations:
         return None
 
     def k8s_services_for(self, workload: str) -> list[ServiceSpec]:
+        """The Services named like `workload` or selecting its pods, in `services` order.
+
+        A Service selects the workload only if the template has every pair of its selector,
+        so one pair per Service (the smallest) indexes all candidates: each call looks at the
+        Services sharing a label pair with the template, not at every Service (the pairwise
+        scan was services x workloads per diagnosis: 188k checks in a 2,000-pod namespace)."""
         spec = self.specs.get(workload)
-        out = []
-        for svc in self.services.values():
-            if svc.name == workload or (
-                spec is not None
-                and svc.selector
-                and all(spec.template_labels.get(k) == v for k, v in svc.selector.items())
-            ):
-                out.append(svc)
-        return out
+        chosen: dict[str, ServiceSpec] = {}
+        same = self.services.get(workload)
+        if same is not None:
+            chosen[same.name] = same
+        if spec is not None:
+            index = self._services_by_pair()
+            for pair in spec.template_labels.items():
+                for svc in index.get(pair, ()):
+                    if all(spec.template_labels.get(k) == v for k, v in svc.selector.items()):
+                        chosen[svc.name] = svc
+        order = {name: i for i, name in enumerate(self.services)} if len(chosen) > 1 else {}
+        return sorted(chosen.values(), key=lambda s: order.get(s.name, 0))
+
+    def _services_by_pair(self) -> dict[tuple[str, str], list[ServiceSpec]]:
+        if self._selector_index is None or self._selector_index[0] != len(self.services):
+            index: dict[tuple[str, str], list[ServiceSpec]] = {}
+            for svc in self.services.values():
+                if svc.selector:
+                    index.setdefault(min(svc.selector.items()), []).append(svc)
+            self._selector_index = (len(self.services), index)
+        return self._selector_index[1]
 
 
 # ------------------------------------------------------------------------------- parsing
@@ -299,7 +322,7 @@ def parse_service_spec(body: JsonObject, ready_endpoints: int) -> ServiceSpec:
     ports = tuple(
         ServicePort(
             port=int(p.get("port", 0) or 0),
-            target_port=_target_port(p.get("targetPort", p.get("port", 0))),
+            target_port=target_port(p.get("targetPort", p.get("port", 0))),
             protocol=str(p.get("protocol", "TCP")),
             name=p.get("name"),
         )
@@ -316,7 +339,9 @@ def parse_service_spec(body: JsonObject, ready_endpoints: int) -> ServiceSpec:
     )
 
 
-def _target_port(value: Any) -> int | str:
+def target_port(value: Any) -> int | str:
+    """A targetPort as the pod spec would say it: a number (even when sent as "8080") or a
+    port name."""
     if isinstance(value, int):
         return value
     text = str(value or "")

@@ -1,22 +1,10 @@
 """The journal's watch threads, for the bot: one per watched kind and covered namespace.
 
-Each thread follows client-go's reflector, and is meant to be a quiet client of a big cluster:
-
-- **List, then watch from the list's resourceVersion.** Never from the newest item's: objects
-  nobody touched for a while are older than the server's watch history, and a watch from their
-  version is refused at once (410 Gone). Resuming from them re-listed in a tight loop.
-- **Bookmarks** are asked for; a BOOKMARK moves the resume point on without a record.
-- **A watch that ends normally** (the server's timeoutSeconds) is re-opened from the last
-  resourceVersion seen, without a new list.
-- **410 Gone** (`Expired`) means the resume point fell out of the history: list again, but
-  after a jittered, exponentially growing pause (`backoff_s` doubling to `max_backoff_s`). A
-  server that keeps refusing gets a request every minute at most, not a thousand a second.
-- **Other errors** back off the same way (transient ones resume from the same version; the
-  rest list again). The backoff is reset only by a healthy watch: one that delivered an event
-  or stayed open at least `_MIN_WATCH_S`. A watch that ends at once without news is treated
-  as an error, so nothing can make a thread spin.
-
-Replayed events are harmless: the journal records only differences.
+Each thread runs a reflector (`agents.cache.reflector`: list, then watch from the list's
+resourceVersion, bookmarks, jittered backoff on 410 Gone and every other error, no spin) whose
+sink is the journal: a list reconciles, an event is observed, a bookmark only moves the resume
+point. Replayed events are harmless: the journal records only differences. A storage error
+leaves the event unrecorded, and the thread resumes from the last one recorded.
 
 `stop()` sets a flag and joins the threads. A thread blocked in a watch notices it when the
 server ends the watch, so a watch's `timeout_s` bounds how long stopping can take;
@@ -30,44 +18,37 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agents.errors import ClusterError, Expired, Forbidden, TransientError
+from agents.cache.cluster_cache import CACHED_KINDS, ClusterCache
+from agents.cache.reflector import Reflection, reflect
 from agents.journal.journal import ChangeJournal
 from agents.journal.kinds import WatchedKind
+from agents.model import KubeObject
 from agents.ports import ChangeWatcher
 from storage import StorageError
 
 logger = logging.getLogger(__name__)
 
-#: A watch that ends sooner than this without an event is not healthy: the thread pauses (with
-#: growing backoff) before the next request, so a server that answers at once (or a broken
-#: proxy) cannot make it spin.
-_MIN_WATCH_S = 1.0
 
+@dataclass(frozen=True, slots=True)
+class _JournalSink:
+    """The journal as a reflector's sink."""
 
-@dataclass(slots=True)
-class _Backoff:
-    """Exponential backoff with jitter: the n-th pause lies in [b/2, b] with
-    b = min(initial * 2**n, ceiling). Jitter spreads the threads of many bots (and of many
-    namespaces of one bot) that a server refused at the same moment."""
+    journal: ChangeJournal
+    namespace: str
+    kind: WatchedKind
 
-    initial_s: float
-    ceiling_s: float
-    jitter: Callable[[], float]  # uniform in [0, 1)
-    current_s: float = 0.0
+    def replace(self, items: Sequence[KubeObject], resource_version: str | None) -> None:
+        self.journal.reconcile(self.namespace, self.kind, items)
 
-    def __post_init__(self) -> None:
-        self.current_s = self.initial_s
+    def apply(self, event_type: str, obj: KubeObject) -> None:
+        if event_type != "BOOKMARK":
+            self.journal.observe(event_type, obj)
 
-    def next_pause(self) -> float:
-        pause = self.current_s * (0.5 + 0.5 * self.jitter())
-        self.current_s = min(self.current_s * 2, self.ceiling_s)
-        return pause
-
-    def reset(self) -> None:
-        self.current_s = self.initial_s
+    def lost(self) -> None:
+        """Nothing to forget: the next list or replayed events fill any gap."""
 
 
 class JournalWatcher:
@@ -80,8 +61,14 @@ class JournalWatcher:
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         jitter: Callable[[], float] = random.random,
+        cache: ClusterCache | None = None,
     ) -> None:
+        """With `cache`, the journal follows the cache's watches for the kinds it holds (one
+        watch per kind and namespace serves both) and runs its own threads only for the
+        others; the cache must be built with `sink_errors=(StorageError,)`."""
         self._journal = journal
+        self._cache = cache
+        self._subscribed: list[tuple[str, str, _JournalSink]] = []
         self._watcher = watcher
         self._timeout_s = timeout_s
         self._backoff_s = backoff_s
@@ -91,11 +78,16 @@ class JournalWatcher:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        if self._threads:
+        if self._threads or self._subscribed:
             raise RuntimeError("the journal watcher is already running")
         self._stop.clear()
         for namespace in self._journal.namespaces:
             for kind in self._journal.kinds:
+                if self._cache is not None and CACHED_KINDS.get(kind.kind) == kind.api_version:
+                    sink = _JournalSink(self._journal, namespace, kind)
+                    self._cache.subscribe(kind.kind, namespace, sink)
+                    self._subscribed.append((kind.kind, namespace, sink))
+                    continue
                 thread = threading.Thread(
                     target=self._run,
                     args=(kind, namespace),
@@ -113,6 +105,10 @@ class JournalWatcher:
     def stop(self, timeout_s: float = 10.0) -> bool:
         """Stop every thread; True when all of them ended within `timeout_s`."""
         self._stop.set()
+        if self._cache is not None:
+            for kind, namespace, sink in self._subscribed:
+                self._cache.unsubscribe(kind, namespace, sink)
+        self._subscribed = []
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -124,71 +120,21 @@ class JournalWatcher:
 
     @property
     def running(self) -> bool:
-        return any(t.is_alive() for t in self._threads)
+        return bool(self._subscribed) or any(t.is_alive() for t in self._threads)
 
     def _run(self, kind: WatchedKind, namespace: str) -> None:
-        resource_version: str | None = None
-        listed = False
-        backoff = _Backoff(
-            initial_s=self._backoff_s, ceiling_s=self._max_backoff_s, jitter=self._jitter
+        reflect(
+            self._watcher,
+            _JournalSink(self._journal, namespace, kind),
+            Reflection(
+                api_version=kind.api_version,
+                kind=kind.kind,
+                namespace=namespace,
+                timeout_s=self._timeout_s,
+                backoff_s=self._backoff_s,
+                max_backoff_s=self._max_backoff_s,
+                sink_errors=(StorageError,),
+            ),
+            self._stop,
+            self._jitter,
         )
-        while not self._stop.is_set():
-            try:
-                if not listed:
-                    found = self._watcher.list_for_watch(
-                        api_version=kind.api_version, kind=kind.kind, namespace=namespace
-                    )
-                    self._journal.reconcile(namespace, kind, found.items)
-                    # No version (a server that gives none): the watch starts from "now"
-                    # with the current objects as ADDED events, which the journal replays.
-                    resource_version = found.resource_version
-                    listed = True
-                    if self._stop.is_set():
-                        return
-                started, delivered = time.monotonic(), 0
-                for event_type, obj in self._watcher.watch(
-                    api_version=kind.api_version,
-                    kind=kind.kind,
-                    namespace=namespace,
-                    resource_version=resource_version,
-                    timeout_seconds=self._timeout_s,
-                ):
-                    if self._stop.is_set():
-                        return
-                    delivered += 1
-                    if event_type != "BOOKMARK":
-                        self._journal.observe(event_type, obj)
-                    resource_version = obj.resource_version or resource_version
-                if delivered or time.monotonic() - started >= _MIN_WATCH_S:
-                    backoff.reset()  # a healthy watch: resume at once, no new list
-                else:
-                    self._stop.wait(backoff.next_pause())
-            except Expired:
-                listed = False  # the resume point fell out of the history: list again
-                pause = backoff.next_pause()
-                logger.info(
-                    "journal watch of %s in %s expired; relisting in %.2fs",
-                    kind.kind,
-                    namespace,
-                    pause,
-                )
-                self._stop.wait(pause)
-            except TransientError as e:
-                logger.info("journal watch of %s in %s: %s; retrying", kind.kind, namespace, e)
-                self._stop.wait(
-                    max(backoff.next_pause(), min(e.retry_after_s, self._max_backoff_s))
-                )
-            except ClusterError as e:
-                listed = False  # start over from a fresh list
-                level = logging.ERROR if isinstance(e, Forbidden) else logging.WARNING
-                logger.log(level, "journal watch of %s in %s: %s", kind.kind, namespace, e)
-                self._stop.wait(backoff.next_pause())
-            except StorageError as e:
-                # The event was not recorded: resume from the last recorded one.
-                logger.warning("journal of %s in %s cannot write: %s", kind.kind, namespace, e)
-                self._stop.wait(backoff.next_pause())
-            except Exception:
-                # The thread's outer boundary: log the traceback and keep the journal alive.
-                logger.exception("journal watch of %s in %s failed", kind.kind, namespace)
-                listed = False
-                self._stop.wait(backoff.next_pause())

@@ -562,8 +562,8 @@ class FakeCluster:
     ) -> Sequence[KubeObject]:
         if kind in ("Deployment", "StatefulSet"):
             return [
-                KubeObject(copy.deepcopy(b))
-                for b in self.w.deployments.values()
+                KubeObject(self._with_status(name, b))
+                for name, b in self.w.deployments.items()
                 if b["kind"] == kind
             ]
         if kind == "Service":
@@ -577,19 +577,20 @@ class FakeCluster:
     def pods(self, namespace: str, *, label_selector: str = "") -> Sequence[PodState]:
         return [p for pods in self.w.pods.values() for p in pods]
 
+    def _with_status(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The workload as the server would list it: its status counts its ready pods."""
+        pods = self.w.pods.get(name, [])
+        ready = sum(1 for p in pods if p.ready)
+        status = {
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "updatedReplicas": len(pods),
+            "observedGeneration": 1,
+        }
+        return {**copy.deepcopy(body), "status": status}
+
     def workloads(self, namespace: str) -> Sequence[WorkloadState]:
-        out = []
-        for name, body in self.w.deployments.items():
-            pods = self.w.pods.get(name, [])
-            ready = sum(1 for p in pods if p.ready)
-            status = {
-                "readyReplicas": ready,
-                "availableReplicas": ready,
-                "updatedReplicas": len(pods),
-                "observedGeneration": 1,
-            }
-            out.append(parse_workload({**body, "status": status}))
-        return out
+        return [parse_workload(self._with_status(n, b)) for n, b in self.w.deployments.items()]
 
     def events(self, namespace: str, *, limit: int = 200) -> Sequence[EventRecord]:
         return self.w.events[:limit]

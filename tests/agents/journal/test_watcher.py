@@ -169,7 +169,7 @@ def test_relists_back_off_exponentially_and_a_healthy_watch_resets_the_backoff(
         max_backoff_s=0.08,
         jitter=lambda: 1.0,  # no jitter: each pause is the whole backoff
     )
-    caplog.set_level(logging.INFO, logger="agents.journal.watcher")
+    caplog.set_level(logging.INFO, logger="agents.cache.reflector")
 
     def pauses() -> list[str]:
         return [r.getMessage().rsplit(" ", 1)[-1] for r in caplog.records if "relisting" in r.msg]
