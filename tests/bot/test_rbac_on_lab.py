@@ -49,6 +49,7 @@ from agents.actions import (
 )
 from agents.actions.snapshot import clean, comparable, restorable
 from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.cache.cluster_cache import ClusterCache
 from agents.errors import Conflict
 from agents.model import KubeObject, ObjectRef, OutcomeKind, Scope
 from agents.severity import SeverityMeter
@@ -188,6 +189,13 @@ def _read_everything(lab: Lab) -> None:
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ):
         assert bot.list_objects(api_version=api_version, kind=kind, namespace=NS)
+    # The read cache: one list + watch per cached kind, all synced (none refused).
+    cache = ClusterCache(bot)
+    try:
+        assert cache.wait_synced(NS, timeout_s=30)
+        assert {p.name for p in cache.pods(NS)} >= set(pods)
+    finally:
+        cache.close()
     # The change journal: list-then-watch of each kind it records. A write (as the admin)
     # after the list makes the watch's replay hold an event, so no wait is needed.
     admin = lab.world.api
