@@ -8,6 +8,8 @@ should show — computed from storage by `IncidentMessages` — with the message
 
 * a message is never lost: a failed post is retried by the next sync (the next event, or the
   housekeeping job for incidents whose last sync failed);
+* a message is never posted twice: it is recorded as soon as `SlackIO.post` returns, and a
+  file or chart that fails after it does not fail the post (`SlackIO.attach` queues it);
 * progress is coalesced: while a sync waits for a message's update slot, later progress
   events only mark the incident for one more sync, which renders the latest state;
 * a restart re-syncs each open incident and finds its channel and messages in storage.
@@ -139,11 +141,13 @@ class SlackNotifier:
         )
 
     def retry_failed(self) -> list[str]:
-        """Sync again every incident whose last sync failed (the housekeeping job)."""
+        """Sync again every incident whose last sync failed, and upload again the files
+        whose message went out without them (the housekeeping job)."""
         with self._lock:
             failed = sorted(self._failed)
         for incident_id in failed:
             self.sync_later(incident_id)
+        self._slack.retry_files()
         return failed
 
     def sync(self, incident_id: str) -> None:
@@ -192,7 +196,9 @@ class SlackNotifier:
         if item.chart is not None:
             png = item.chart()
             if png:
-                self._slack.upload(
+                # `attach`, not `upload`: the message is posted and recorded; a chart that
+                # fails now is retried on its own and must not fail (and repeat) the sync.
+                self._slack.attach(
                     location.channel,
                     Attachment(
                         filename=f"{incident_id}-signals.png", title="Affected signals", content=png
