@@ -61,12 +61,18 @@ import psycopg
 import yaml
 from sqlalchemy.engine import make_url
 
-from agents.model import IncidentState, TransactionStatus, UndoState
+from agents.detection.records import incident_from_row
+from agents.model import IncidentId, IncidentState, TransactionStatus, UndoState
+from agents.tnr.ledger import StorageLedger
+from agents.tnr.records import TransactionRecord
+from bot.messages import IncidentMessages
 from bot.services import Options
 from lab.alerts import attach_alerts
 from lab.faults import fault
 from lab.sim.world import LabWorld, WorldConfig
 from lab.slack import SlackWorkspace, WorkspaceConfig
+from storage import Store
+from storage.db import Database
 from tests.bot.scenario.harness import (
     ACK_TIMEOUT_S,
     HOTEL,
@@ -369,7 +375,41 @@ class TransientLab:
     lab: BotLab
     proxies: Proxies
     model: MessagesStandIn
-    start_values: dict[str, str] = field(default_factory=dict)
+    seen: Observer
+
+
+class Observer:
+    """What the harness reads of the bot's storage, over its own connection straight to
+    PostgreSQL: a read through the bot's store would pass the database proxy and could take
+    the fault meant for the bot (the first db:read run crashed the harness that way)."""
+
+    def __init__(self, url: str, lab: BotLab) -> None:
+        self.db = Database.connect(url)
+        self.store = Store.over(self.db)
+        self.ledger = StorageLedger(self.store)
+        services = lab.services
+        self.messages = IncidentMessages(
+            store=self.store,
+            policy=services.policy,
+            clock=services.clock,
+            transactions=lambda i: list(self.ledger.for_incident(IncidentId(i))),
+        )
+
+    def close(self) -> None:
+        self.db.close()
+
+    def state(self, incident_id: str) -> IncidentState:
+        return incident_from_row(self.store.incidents.get(incident_id)).state
+
+    def transactions(self, incident_id: str) -> list[TransactionRecord]:
+        return list(self.ledger.for_incident(IncidentId(incident_id)))
+
+    def message_ref(self, incident_id: str, kind: MessageKind) -> tuple[str, str] | None:
+        rows = self.store.slack_messages.find(incident_id=incident_id, kind=kind.value)
+        return (rows[-1].channel, rows[-1].ts) if rows else None
+
+    def incident_ids(self) -> set[str]:
+        return {r.id for r in self.store.incidents.list_by_state(*[s.value for s in S])}
 
 
 @contextmanager
@@ -409,6 +449,7 @@ def transient_lab(
         stack.callback(model.stop)
         schema = stack.enter_context(_schema(postgres_url))
         database = make_url(postgres_url)
+        in_schema = {"options": f"-csearch_path={schema}"}
 
         def upstream(url: str) -> tuple[str, int]:
             parsed = urlparse(url)
@@ -442,7 +483,7 @@ def transient_lab(
             STRATUS_DATABASE_URL=database.set(
                 host="127.0.0.1",
                 port=proxies.by_service[Service.DB].port,
-                query={"options": f"-csearch_path={schema}"},
+                query=in_schema,
             ).render_as_string(hide_password=False),
             STRATUS_PROMETHEUS_URL=proxies.by_service[Service.PROMETHEUS].url,
             ANTHROPIC_API_KEY="sk-ant-test-key-000000",
@@ -465,9 +506,11 @@ def transient_lab(
             before_start(proxies)
         _start(lab)
         stack.callback(lab.runtime.stop)
-        journal = lab.services.store.journal
+        seen = Observer(database.set(query=in_schema).render_as_string(hide_password=False), lab)
+        stack.callback(seen.close)
+        journal = seen.store.journal
         lab.wait("the journal's baseline", lambda: journal.query("lab", HOTEL, kind="Service"))
-        yield TransientLab(lab=lab, proxies=proxies, model=model)
+        yield TransientLab(lab=lab, proxies=proxies, model=model, seen=seen)
 
 
 RESTARTS = 3  # a start that fails is tried again, as the kubelet restarts a crashed container
@@ -597,11 +640,12 @@ def _one_incident(
     """One incident with `armed` faults, judged."""
     lab = tl.lab
     started = time.monotonic()
-    before = {r.id for r in lab.services.store.incidents.list_by_state(*[s.value for s in S])}
+    seen = tl.seen
+    before = seen.incident_ids()
     fault("wrong-target-port").inject(lab.world, app=HOTEL)
     with _Prober(f"{lab.runtime.http_url}/readyz"):
-        incident_id = lab.wait("a new incident", lambda: _new_incident(lab, before), 60)
-        _drive(lab, incident_id)
+        incident_id = lab.wait("a new incident", lambda: _new_incident(seen, before), 60)
+        _drive(lab, seen, incident_id)
     for (site, fault_kind), injected, _window in armed:
         result = CellResult(site=site.id, fault=fault_kind)
         result.faulted = len(injected.faulted)
@@ -610,34 +654,33 @@ def _one_incident(
             result.delay_s = injected.passed[0] - injected.faulted[0]
         results.append(result)
     cell_results = results[len(results) - len(armed) :]
-    judge(lab, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results)
+    judge(lab, seen, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results)
     wall = time.monotonic() - started
     for result in cell_results:
         result.wall_s = wall
 
 
-def _new_incident(lab: BotLab, before: set[str]) -> str | None:
-    rows = _safe(lambda: lab.services.store.incidents.list_by_state(*[s.value for s in S]))
-    fresh = [r.id for r in rows or [] if r.id not in before]
+def _new_incident(seen: Observer, before: set[str]) -> str | None:
+    fresh = sorted(seen.incident_ids() - before)
     return fresh[0] if fresh else None
 
 
 _DONE = (S.CLOSED, S.ESCALATED)
 
 
-def _drive(lab: BotLab, incident_id: str) -> None:
+def _drive(lab: BotLab, seen: Observer, incident_id: str) -> None:
     """Press Approve on each plan until the incident closes or escalates, or CELL_S."""
     deadline = time.monotonic() + CELL_S
     clicked: dict[str, float] = {}
     visited = False
     while time.monotonic() < deadline:
-        state = _state(lab, incident_id)
+        state = seen.state(incident_id)
         if state in _DONE:
             return
         if state is S.AWAITING_APPROVAL:
-            ref = _safe(lambda: lab.message_ref(incident_id, MessageKind.PLAN))
-            message = lab.ws.message(*ref) if ref else None
-            if message is not None and ActionId.APPROVE in buttons(message):
+            ref = seen.message_ref(incident_id, MessageKind.PLAN)
+            message = lab.ws.message(*ref) if ref is not None else None
+            if ref is not None and message is not None and ActionId.APPROVE in buttons(message):
                 if not visited:
                     # Two more people, to reach the sites a quiet incident does not: carol
                     # (no approval rights, not in the channel) is refused in a DM, alice
@@ -652,18 +695,6 @@ def _drive(lab: BotLab, incident_id: str) -> None:
                     clicked[message["ts"]] = time.monotonic()
                     lab.ws.click("alice", ref[0], message["ts"], ActionId.APPROVE)
         time.sleep(0.1)
-
-
-def _safe(read: Callable[[], Any]) -> Any:
-    """A read of the bot's store that the injected database fault itself may fail."""
-    try:
-        return read()
-    except Exception:
-        return None
-
-
-def _state(lab: BotLab, incident_id: str) -> IncidentState | None:
-    return _safe(lambda: lab.state(incident_id))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- the verdict
@@ -687,7 +718,7 @@ def _bot_messages(lab: BotLab, channels: set[str]) -> list[dict[str, Any]]:
     return found
 
 
-def slack_problems(lab: BotLab, incident_id: str) -> list[str]:
+def slack_problems(lab: BotLab, seen: Observer, incident_id: str) -> list[str]:
     """Lost and duplicated messages of the incident: what storage says should be there
     (the notifier's own `wanted`, recomputed) against what the workspace holds."""
     store = lab.services.store
@@ -737,6 +768,7 @@ def _poll(check: Callable[[], list[str]], timeout_s: float) -> list[str]:
 
 def judge(
     lab: BotLab,
+    seen: Observer,
     cells: list[tuple[Cell, list[datetime]]],
     incident_id: str,
     results: list[CellResult],
@@ -744,19 +776,18 @@ def judge(
     """Judge the incident once; every cell armed in it gets the same violations (the CI
     sample arms several sites per incident, so a violation names the sites)."""
     v: list[str] = []
-    machine = lab.services.brain.machine
-    ledger = lab.services.brain.engine.ledger
+    ledger = seen.ledger
     # The bot still serves: both probes answer (the readiness sites recover once the fault
     # is spent; the probe caches a failed Slack answer briefly, so poll).
     http = lab.runtime.http_url
     v += _poll(lambda: [p for u in ("/healthz", "/readyz") if (p := _serving(http + u))], 30)
     # No lost and no duplicated Slack message (the housekeeping job retries failed syncs).
-    v += _poll(lambda: slack_problems(lab, incident_id), SYNC_S)
-    state = machine.incident(incident_id).state
-    txs = machine.transactions(incident_id)
+    v += _poll(lambda: slack_problems(lab, seen, incident_id), SYNC_S)
+    state = seen.state(incident_id)
+    txs = seen.transactions(incident_id)
     statuses = [t.status.value for t in txs]
     # No incident stuck: it closed, escalated, or waits for a person with a plan in Slack.
-    waiting = state is S.AWAITING_APPROVAL and lab.message_ref(incident_id, MessageKind.PLAN)
+    waiting = state is S.AWAITING_APPROVAL and seen.message_ref(incident_id, MessageKind.PLAN)
     if state not in _DONE and not waiting:
         v.append(f"incident stuck in {state.value} after {CELL_S:.0f} s")
     # No commit on a sustain window that a faulted measurement read fell in.
