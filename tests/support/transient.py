@@ -10,7 +10,7 @@ A cell is the production wiring (`build_services`) with every external service b
   `tests.support.promapi` (Prometheus's query API over the lab's telemetry);
 * Anthropic Messages: the SDK via ANTHROPIC_BASE_URL, against the scripted stand-in
   (`tests.support.anthropic_standin`), which diagnoses the fault correctly;
-* the database: PostgreSQL (a fresh database per cell) via STRATUS_DATABASE_URL, psycopg
+* the database: PostgreSQL (a fresh schema per cell) via STRATUS_DATABASE_URL, psycopg
   through a TCP proxy that reads the SQL of each statement.
 
 One `Injection` is armed on the site's proxy: the first `FAULTED` requests that match the
