@@ -43,7 +43,7 @@ from bot.metrics import BotMetrics
 from bot.render import Attachment, Message, render_alerts_updated
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
-from storage import Store
+from storage import StorageError, Store
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,11 @@ class SlackNotifier:
         """Bring the incident's Slack messages in line with storage (in its lane)."""
         try:
             self._sync(incident_id)
-        except SlackCallFailed as e:
+        except (SlackCallFailed, StorageError) as e:
+            # A sync reads storage as much as it calls Slack: a failed read (a dropped
+            # connection, a database shedding load) must be retried like a failed post, or
+            # the incident's messages are never posted (found by the transient-fault matrix:
+            # the summary lost, the incident silent).
             with self._lock:
                 self._failed.add(incident_id)
             logger.warning("incident %s: Slack is behind (%s); will retry", incident_id, e)
