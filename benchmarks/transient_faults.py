@@ -64,7 +64,9 @@ def _cell(r: dict[str, object] | None) -> str:
     return f"{how} ({r['faulted']}→{r['passed_after']}, {passed})"
 
 
-def render(results: list[dict[str, object]], started: datetime, complete: bool) -> str:
+def render(
+    results: list[dict[str, object]], started: datetime, complete: bool, note: str = ""
+) -> str:
     by = {(r["site"], r["fault"]): r for r in results}
     counts = {"ok": 0, "ok, not closed": 0, "FAILS": 0, "not reached": 0}
     for r in results:
@@ -114,6 +116,7 @@ def render(results: list[dict[str, object]], started: datetime, complete: bool) 
         " at that site). `not reached`: the incident never made that call (the"
         " site is listed, the fault never fired). `FAILS`: see the violations below.",
         "",
+        *([note, ""] if note else []),
         "| site \\ fault | " + " | ".join(f.value for f in Fault) + " |",
         "|---|" + "---|" * len(Fault),
     ]
@@ -173,6 +176,7 @@ def main() -> None:
     parser.add_argument("--shard", default="0/1", help="i/n: every n-th site from the i-th")
     parser.add_argument("--merge", nargs="*", type=Path, default=[], help="render JSON results")
     parser.add_argument("--only", nargs="*", default=[], help="site=fault cells to run")
+    parser.add_argument("--note", default="", help="a paragraph for the report (with --merge)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)
     started = datetime.now(UTC)
@@ -191,7 +195,8 @@ def main() -> None:
                         _summary(before),
                     ]
                 merged[key] = r
-        args.write.write_text(render(list(merged.values()), started, complete=True), "utf-8")
+        table = render(list(merged.values()), started, complete=True, note=args.note)
+        args.write.write_text(table, "utf-8")
         print(f"wrote {args.write}")
         return
     index, count = (int(x) for x in args.shard.split("/"))
