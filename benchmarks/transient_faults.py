@@ -245,6 +245,8 @@ def main() -> None:
             if args.results:
                 args.results.write_text(json.dumps(results, indent=1, default=str))
             args.write.write_text(render(results, started, complete=False), encoding="utf-8")
+    if args.results:  # skipped cells at the end were not written yet
+        args.results.write_text(json.dumps(results, indent=1, default=str))
     args.write.write_text(
         render(results, started, complete=not wanted and count == 1), encoding="utf-8"
     )
