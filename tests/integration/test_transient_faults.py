@@ -37,6 +37,7 @@ def _name(cells: list[Cell]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.timeout(280)
 @pytest.mark.parametrize("cells", INCIDENTS, ids=[f"incident-{i}" for i in range(len(INCIDENTS))])
 def test_transient_faults_lose_and_repeat_nothing(tmp_path: Path, cells: list[Cell]) -> None:
@@ -53,6 +54,6 @@ def test_transient_faults_lose_and_repeat_nothing(tmp_path: Path, cells: list[Ce
 
 def test_the_sample_covers_every_site_and_every_fault() -> None:
     cells = [c for incident in INCIDENTS for c in incident]
-    assert sorted(c for c, _ in [(s.id, f) for s, f in cells]) == sorted(s.id for s in SITES)
+    assert sorted(site.id for site, _ in cells) == sorted(s.id for s in SITES)
     assert {f for _, f in cells} == set(Fault)
     assert len(cells) == len(sample_cells())
