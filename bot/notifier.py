@@ -8,6 +8,8 @@ should show — computed from storage by `IncidentMessages` — with the message
 
 * a message is never lost: a failed post is retried by the next sync (the next event, or the
   housekeeping job for incidents whose last sync failed);
+* a message is never posted twice: it is recorded as soon as `SlackIO.post` returns, and a
+  file or chart that fails after it does not fail the post (`SlackIO.attach` queues it);
 * progress is coalesced: while a sync waits for a message's update slot, later progress
   events only mark the incident for one more sync, which renders the latest state;
 * a restart re-syncs each open incident and finds its channel and messages in storage.
@@ -41,7 +43,7 @@ from bot.metrics import BotMetrics
 from bot.render import Attachment, Message, render_alerts_updated
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
-from storage import Store
+from storage import StorageError, Store
 
 logger = logging.getLogger(__name__)
 
@@ -139,18 +141,24 @@ class SlackNotifier:
         )
 
     def retry_failed(self) -> list[str]:
-        """Sync again every incident whose last sync failed (the housekeeping job)."""
+        """Sync again every incident whose last sync failed, and upload again the files
+        whose message went out without them (the housekeeping job)."""
         with self._lock:
             failed = sorted(self._failed)
         for incident_id in failed:
             self.sync_later(incident_id)
+        self._slack.retry_files()
         return failed
 
     def sync(self, incident_id: str) -> None:
         """Bring the incident's Slack messages in line with storage (in its lane)."""
         try:
             self._sync(incident_id)
-        except SlackCallFailed as e:
+        except (SlackCallFailed, StorageError) as e:
+            # A sync reads storage as much as it calls Slack: a failed read (a dropped
+            # connection, a database shedding load) must be retried like a failed post, or
+            # the incident's messages are never posted (found by the transient-fault matrix:
+            # the summary lost, the incident silent).
             with self._lock:
                 self._failed.add(incident_id)
             logger.warning("incident %s: Slack is behind (%s); will retry", incident_id, e)
@@ -192,7 +200,9 @@ class SlackNotifier:
         if item.chart is not None:
             png = item.chart()
             if png:
-                self._slack.upload(
+                # `attach`, not `upload`: the message is posted and recorded; a chart that
+                # fails now is retried on its own and must not fail (and repeat) the sync.
+                self._slack.attach(
                     location.channel,
                     Attachment(
                         filename=f"{incident_id}-signals.png", title="Affected signals", content=png

@@ -8,6 +8,10 @@
   times with back-off.
 * **Limits.** Messages arrive from the renderers already within Block Kit's limits; content
   they set aside as files is uploaded with `files_upload_v2` next to the message.
+* **Exactly once.** A message counts as posted once `chat.postMessage` answered: a file that
+  then fails to upload does not fail the post (the caller would record nothing and post the
+  message again). The file is queued and retried on its own by `retry_files` (the
+  housekeeping job), and dropped with a WARNING after `FILE_TRIES` tries.
 * **Errors.** A call that still fails raises `SlackCallFailed` (Slack's error code, counted
   by method and error). Callers never see `SlackApiError`; what they lost is re-rendered from
   storage on the next event.
@@ -19,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 from urllib.error import URLError
 from urllib.parse import urlparse
@@ -50,6 +54,8 @@ _NOT_THERE = frozenset({"user_not_in_channel", "not_in_channel", "channel_not_fo
 RATE_LIMIT_RETRIES = 5
 CONNECTION_RETRIES = 3
 REQUEST_TIMEOUT_S = 30
+#: Tries of a file whose message was posted (the first included) before it is dropped.
+FILE_TRIES = 3
 
 
 class CountingRateLimitHandler(RateLimitErrorRetryHandler):
@@ -141,6 +147,8 @@ class SlackIO:
         self.posts = Pacer(post_interval_s)
         self.updates = Pacer(update_interval_s)
         self._closed = False
+        self._unsent: list[_UnsentFile] = []  # files whose message was posted without them
+        self._unsent_lock = threading.Lock()
 
     def close(self) -> None:
         """Refuse every further call (shutdown: what was not said is re-rendered from
@@ -170,7 +178,11 @@ class SlackIO:
     # ------------------------------------------------------------------------ messages
 
     def post(self, channel: str, message: Message, *, thread_ts: str | None = None) -> Posted:
-        """Post `message` (and upload its files next to it). Waits for the channel's slot."""
+        """Post `message` (and upload its files next to it). Waits for the channel's slot.
+
+        Raises `SlackCallFailed` only when the message itself was not posted: a file that
+        fails is queued for `retry_files`, so a caller that records `Posted` never posts the
+        message twice."""
         text, blocks = _redacted(message.payload())
         self.posts.wait(channel)
         response = self._call(
@@ -181,7 +193,7 @@ class SlackIO:
         )
         posted = Posted(channel=str(response["channel"]), ts=str(response["ts"]))
         for attachment in message.files:
-            self.upload(posted.channel, attachment, thread_ts=thread_ts)
+            self.attach(posted.channel, attachment, thread_ts=thread_ts)
         return posted
 
     def update(self, channel: str, ts: str, message: Message, *, paced: bool = True) -> None:
@@ -211,6 +223,49 @@ class SlackIO:
                 title=attachment.title,
             ),
         )
+
+    def attach(self, channel: str, attachment: Attachment, *, thread_ts: str | None) -> bool:
+        """Upload a file next to a message already posted; on failure queue it for
+        `retry_files` instead of raising (the message stands without it). True if uploaded."""
+        try:
+            self.upload(channel, attachment, thread_ts=thread_ts)
+        except SlackCallFailed as e:
+            self._file_failed(_UnsentFile(channel=channel, thread_ts=thread_ts, file=attachment), e)
+            return False
+        return True
+
+    def retry_files(self) -> int:
+        """Try once more each file queued by `attach`; returns how many are still queued."""
+        with self._unsent_lock:
+            queued, self._unsent = self._unsent, []
+        for unsent in queued:
+            try:
+                self.upload(unsent.channel, unsent.file, thread_ts=unsent.thread_ts)
+            except SlackCallFailed as e:
+                self._file_failed(replace(unsent, tries=unsent.tries + 1), e)
+        with self._unsent_lock:
+            return len(self._unsent)
+
+    def _file_failed(self, unsent: _UnsentFile, error: SlackCallFailed) -> None:
+        if unsent.tries >= FILE_TRIES:
+            logger.warning(
+                "file %s for %s dropped after %d tries (its message stands without it): %s",
+                unsent.file.filename,
+                unsent.channel,
+                unsent.tries,
+                error,
+            )
+            return
+        logger.warning(
+            "file %s for %s not uploaded (try %d of %d); will retry on its own: %s",
+            unsent.file.filename,
+            unsent.channel,
+            unsent.tries,
+            FILE_TRIES,
+            error,
+        )
+        with self._unsent_lock:
+            self._unsent.append(unsent)
 
     def ephemeral(
         self, channel: str, user: str, text: str, *, thread_ts: str | None = None
@@ -347,6 +402,14 @@ class SlackIO:
             lambda: self.client.usergroups_users_list(usergroup=group_id),
         )
         return [str(u) for u in _get(response, "users", [])]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _UnsentFile:
+    channel: str
+    thread_ts: str | None
+    file: Attachment
+    tries: int = 1
 
 
 def _redacted(payload: tuple[str, list[Block]]) -> tuple[str, list[Block]]:

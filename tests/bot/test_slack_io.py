@@ -12,7 +12,7 @@ import pytest
 from bot.errors import SlackCallFailed
 from bot.metrics import BotMetrics
 from bot.render.blocks import Attachment, Message, section
-from bot.slack_io import Pacer, SlackIO, web_client
+from bot.slack_io import FILE_TRIES, RATE_LIMIT_RETRIES, Pacer, SlackIO, web_client
 from lab.slack import SlackWorkspace
 
 
@@ -80,6 +80,47 @@ def test_files_of_a_message_are_uploaded_next_to_it(workspace: SlackWorkspace) -
     assert file["name"] == "plan-diff.txt"
     assert workspace.file_bytes(file["id"]).decode() == content
     assert workspace.message("incidents", posted.ts) is not None
+
+
+def _refuse_uploads(workspace: SlackWorkspace, posts: int) -> None:
+    """Make the next `posts` uploads fail for good: each one is refused more times than the
+    client retries a 429 (Retry-After 0, so the test does not wait)."""
+    workspace.inject_rate_limit(
+        "files.getUploadURLExternal", count=posts * (RATE_LIMIT_RETRIES + 1), retry_after=0
+    )
+
+
+def test_a_failed_file_leaves_the_message_posted_once_and_is_retried_alone(
+    workspace: SlackWorkspace,
+) -> None:
+    io = slack_io(workspace, BotMetrics())
+    chart = Attachment(filename="signals.png", title="Affected signals", content=b"\x89PNG...")
+    message = Message(text="diagnosis", blocks=(section("diagnosis"),), files=(chart,))
+    _refuse_uploads(workspace, posts=1)
+    posted = io.post("incidents", message)  # the message went out: no SlackCallFailed
+    assert [m["text"] for m in workspace.messages("incidents")] == ["diagnosis"]
+    assert workspace.files() == []
+    assert io.retry_files() == 0  # uploaded on its own, the message not posted again
+    [file] = workspace.files()
+    assert file["name"] == "signals.png"
+    texts = [m["text"] for m in workspace.messages("incidents") if not m.get("files")]
+    assert texts == ["diagnosis"]  # the file is shared in its own message; ours is not repeated
+    assert [c.args.get("text") for c in workspace.calls("chat.postMessage")] == ["diagnosis"]
+    assert workspace.message("incidents", posted.ts) is not None
+
+
+def test_a_file_that_keeps_failing_is_dropped_after_bounded_tries(
+    workspace: SlackWorkspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    io = slack_io(workspace, BotMetrics())
+    chart = Attachment(filename="signals.png", title="Affected signals", content=b"png")
+    _refuse_uploads(workspace, posts=FILE_TRIES)
+    io.post("incidents", Message(text="plan", blocks=(section("plan"),), files=(chart,)))
+    remaining = [io.retry_files() for _ in range(FILE_TRIES)]
+    assert remaining == [1] * (FILE_TRIES - 2) + [0, 0]  # dropped at the last try
+    assert workspace.files() == []
+    assert [m["text"] for m in workspace.messages("incidents")] == ["plan"]
+    assert "dropped after 3 tries" in caplog.text
 
 
 def test_a_failed_call_raises_slack_call_failed_and_is_counted(workspace: SlackWorkspace) -> None:

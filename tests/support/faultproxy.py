@@ -13,6 +13,15 @@ switched while the bot runs:
   deadline blocks for the whole stall;
 * `SLOW`: every request's first bytes are held `delay_s` before they are forwarded.
 
+Beside the mode, `Injection`s can be armed (the transient-fault harness, issue 14): the
+first bytes of each request (the first client chunk after a response: an HTTP request line,
+or a PostgreSQL Query/Parse message with its SQL) are offered to its `match`; the first
+`count` requests that match are not forwarded and get the fault instead — `HANG` (no answer
+until the client gives up, or `hang_s` then a reset), `RESET` (RST at once) or `RESPOND`
+(canned bytes, e.g. an HTTP 503 or 429 with Retry-After, then close). Later matching
+requests pass and are counted, so the harness can say how long the caller took to get
+through.
+
 The lab's metrics are evaluated in process (`lab.alerts` hands the bot a `MetricsSource`, not
 a PromQL URL), so "Prometheus down" is `SwitchableMetrics`: while down, every call raises the
 `MetricsError` that `PrometheusMetrics` raises when its server refuses connections.
@@ -31,7 +40,8 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +49,38 @@ from typing import Any
 
 from agents.errors import MetricsError
 from agents.ports import MetricsSource
+
+
+class Action(StrEnum):
+    HANG = "hang"
+    RESET = "reset"
+    RESPOND = "respond"
+
+
+@dataclass
+class Injection:
+    """A transient fault: the first `count` requests `match` accepts fail with `action`."""
+
+    match: Callable[[bytes], bool]
+    action: Action
+    count: int = 1
+    response: bytes = b""
+    hang_s: float = 8.0
+    on_fault: Callable[[], None] | None = None  # called at each faulted request
+    faulted: list[float] = field(default_factory=list)  # monotonic times
+    passed: list[float] = field(default_factory=list)  # matching requests forwarded after
+
+    def take(self, first_bytes: bytes) -> bool:
+        """True if this request is to fail (and count it); records passes after the faults."""
+        if not self.match(first_bytes):
+            return False
+        if len(self.faulted) < self.count:
+            self.faulted.append(time.monotonic())
+            if self.on_fault is not None:
+                self.on_fault()
+            return True
+        self.passed.append(time.monotonic())
+        return False
 
 
 class Mode(StrEnum):
@@ -71,6 +113,7 @@ class FaultProxy:
         self._stopped = threading.Event()
         self.connections = 0
         self.refused = 0
+        self.injections: list[Injection] = []  # armed transient faults (the first takes)
         self._thread = threading.Thread(target=self._accept, name="fault-proxy", daemon=True)
 
     @property
@@ -98,6 +141,8 @@ class FaultProxy:
     def stop(self) -> None:
         self._stopped.set()
         self.set_mode(Mode.PASS)
+        with contextlib.suppress(OSError):  # wakes the blocked accept() (close alone does not)
+            self._server.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._server.close()
         with self._lock:
@@ -167,6 +212,8 @@ class FaultProxy:
                 if not data:
                     return
                 if source is client:
+                    if awaiting_request and self._inject(client, data):
+                        return
                     if awaiting_request and self._mode is Mode.SLOW:
                         time.sleep(self.slow_delay_s)
                     awaiting_request = False
@@ -178,6 +225,30 @@ class FaultProxy:
                     target.sendall(data)
                 except OSError:
                     return
+
+    def _inject(self, client: socket.socket, first_bytes: bytes) -> bool:
+        """Apply the armed injection to a request; True if it was faulted (not forwarded)."""
+        with self._lock:
+            injection = next((i for i in self.injections if i.take(first_bytes)), None)
+        if injection is None:
+            return False
+        if injection.action is Action.RESET:
+            _reset(client)
+        elif injection.action is Action.RESPOND:
+            with contextlib.suppress(OSError):
+                client.sendall(injection.response)
+                client.shutdown(socket.SHUT_WR)
+        else:  # HANG: swallow what the client sends until it gives up, or reset at hang_s
+            deadline = time.monotonic() + injection.hang_s
+            while not self._stopped.is_set() and (left := deadline - time.monotonic()) > 0:
+                try:
+                    readable, _, _ = select.select([client], [], [], min(left, 0.2))
+                    if readable and not client.recv(65536):
+                        return True  # the client timed out and closed
+                except (OSError, ValueError):
+                    return True
+            _reset(client)
+        return True
 
 
 class SwitchableMetrics:

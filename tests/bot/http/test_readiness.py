@@ -46,6 +46,21 @@ def test_slack_auth_is_cached_and_says_why_it_fails(workspace: SlackWorkspace) -
     assert check() == ""
 
 
+def test_a_transient_slack_failure_is_remembered_only_briefly(workspace: SlackWorkspace) -> None:
+    client = WebClient(base_url=workspace.api_url, token=workspace.config.bot_token)
+    clock = Clock()
+    check = SlackAuth(client, ttl_s=30, retry_s=5, now=clock)
+    workspace.inject_rate_limit("auth.test", count=1)  # a 429 (no retry handler here)
+    assert check() == "slack auth.test failed: ratelimited"
+    clock.now = 4
+    assert check() == "slack auth.test failed: ratelimited"  # not probed harder than 5 s
+    clock.now = 5
+    assert check() == ""  # the blip is over: ready again, not after 30 s
+    clock.now = 34
+    assert check() == ""  # a success is remembered for the TTL
+    assert len(workspace.calls("auth.test")) == 2
+
+
 def test_slack_unreachable() -> None:
     client = WebClient(base_url="http://127.0.0.1:9/api/", token="xoxb-1", timeout=2)
     assert SlackAuth(client)().startswith("slack unreachable")
