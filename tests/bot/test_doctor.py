@@ -311,7 +311,9 @@ def test_kubernetes_names_each_missing_permission() -> None:
     allowed.discard(("list", "", "events", "online-shop"))
     reads, writes = check_kubernetes(Grants(allowed), [NS, "online-shop"])
     assert reads.verdict is Verdict.PROBLEM
-    assert reads.detail == ("not allowed: list events in online-shop — what the cluster reported; the cache")
+    assert reads.detail == (
+        "not allowed: list events in online-shop — what the cluster reported; the cache"
+    )
     assert writes.verdict is Verdict.PROBLEM
     assert writes.detail.startswith(f"not allowed: update deployments.apps in {NS} — actions ")
     assert "rollback" in writes.detail and "scale" in writes.detail
