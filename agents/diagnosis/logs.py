@@ -47,7 +47,15 @@ def anomalous_services(obs: Observations, handler: Handler) -> list[str]:
             and sig.request_rate >= t.min_request_rate
             and (sig.error_ratio >= t.error_ratio or sig.latency_p99_ms >= t.latency_p99_ms)
         )
-        bad_service = any(svc.ready_endpoints == 0 for svc in obs.k8s_services_for(name))
+        services = obs.k8s_services_for(name)
+        spec = obs.specs.get(name)
+        ports = spec.container_ports() if spec is not None else set()
+        # A Service that sends traffic to a port no container listens on is broken by its
+        # own state, Ready pods or not: that is a symptom before any caller's metrics show it
+        # (the same test as the service-target-port rule).
+        bad_service = any(svc.ready_endpoints == 0 for svc in services) or (
+            bool(ports) and any(p.target_port not in ports for svc in services for p in svc.ports)
+        )
         lacking = w is not None and (w.ready_replicas < w.replicas or w.replicas == 0)
         if s.intrinsic or s.restarts or s.ready < s.total or bad_signal or bad_service or lacking:
             out.append(name)
