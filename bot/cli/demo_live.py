@@ -242,9 +242,10 @@ class LiveDemo:
         scenario = loaded.scenario
         self._say(f"Injecting scenario {scenario.id}: {scenario.description}")
         injections: list[Injection] = []
-        # Incidents of earlier scenarios are closed already; only the ones this scenario opens
-        # decide when it is over.
-        earlier = self._incident_ids()
+        # Incidents of earlier scenarios are closed already; the ones open now (one the bot
+        # opened on the lab's own start-up, say, which this scenario's alerts then join) and
+        # the ones this scenario opens decide when it is over.
+        earlier = self._incident_ids(IncidentState.CLOSED)
         started = time.monotonic()
         steps = sorted(scenario.faults, key=lambda f: f.at)
         # The bench leaves room for noise before the first fault; the demo starts with it and
@@ -316,10 +317,12 @@ class LiveDemo:
                 return
             self._stop.wait(2)
 
-    def _incident_ids(self) -> set[str]:
+    def _incident_ids(self, *states: IncidentState) -> set[str]:
+        """The incidents in `states` (default: all)."""
         assert self.runtime is not None
         store = self.runtime.services.store
-        return {row.id for row in store.incidents.list_by_state(*[s.value for s in IncidentState])}
+        wanted = states or tuple(IncidentState)
+        return {row.id for row in store.incidents.list_by_state(*[s.value for s in wanted])}
 
     def _wait_closed(self, earlier: set[str], *, quiet_ok: bool = False) -> bool:
         """Wait until the incidents this scenario opened are closed and none is open at all
