@@ -139,9 +139,15 @@ class PrometheusMetrics:
             names = self._client.all_metrics()
         except PrometheusApiClientException as e:
             raise MetricsError(f"{self._url}/api/v1/label/__name__/values failed: {e}") from e
-        except (requests.RequestException, ValueError) as e:
+        except requests.RequestException as e:
             raise self._unreachable(e) from e
-        return [str(n) for n in names or []]
+        except (ValueError, KeyError, TypeError) as e:  # a 200 that is not a PromQL API's JSON
+            raise MetricsError(
+                f"{self._url}/api/v1/label/__name__/values did not answer as a PromQL API: {e!r}"
+            ) from e
+        if not isinstance(names, list):
+            raise MetricsError(f"{self._url}/api/v1/label/__name__/values: not a list of names")
+        return [str(n) for n in names]
 
     def _template(self, signal: str) -> tuple[SignalProfile, str]:
         profile = self.profile()
