@@ -47,6 +47,12 @@ from agents.model import Alert, AlertStatus, GoldenSignals, Series, SeriesPoint
 logger = logging.getLogger(__name__)
 
 _ALERTS = 'ALERTS{{alertstate="firing"{namespace_matcher}}}'
+#: The series `series` charts, and the profile's signals each is computed from.
+_CHARTED: dict[str, tuple[str, ...]] = {
+    "request_rate": ("request_rate",),
+    "error_ratio": ("error_rate", "request_rate"),
+    "latency_p99_ms": ("latency_p99",),
+}
 
 
 def _value(sample: Mapping[str, Any]) -> float:
@@ -257,17 +263,14 @@ class PrometheusMetrics:
     def series(
         self, namespace: str, service: str, signal: str, *, start: datetime, end: datetime
     ) -> Sequence[Series]:
+        if signal not in _CHARTED:
+            raise QueryError(signal, f"unknown signal; use one of {', '.join(_CHARTED)}")
         profile = self.profile()
-        to_ms = profile.latency_unit.to_ms
-        sources = {"request_rate": ("request_rate",), "error_ratio": ("error_rate", "request_rate")}
-        sources["latency_p99_ms"] = ("latency_p99",)
-        if signal not in sources:
-            raise QueryError(signal, f"unknown signal; use one of {', '.join(sources)}")
-        parts = [self._template(name)[1] for name in sources[signal]]
+        parts = [self._template(name)[1] for name in _CHARTED[signal]]
         if signal == "error_ratio":
             template = f"({parts[0]}) / ({parts[1]})"
         elif signal == "latency_p99_ms":
-            template = f"{to_ms:g} * ({parts[0]})"
+            template = f"{profile.latency_unit.to_ms:g} * ({parts[0]})"
         else:
             template = parts[0]
         promql = render(template, namespace=namespace, window_s=60)

@@ -13,6 +13,7 @@ import tempfile
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +211,13 @@ def test_each_profile_reads_what_the_lab_profile_reads(
     try:
         assert metrics.profile() is PROFILES[name]
         assert "frontend" in signals and signals["frontend"].latency_p50_ms > 0
+        # Charts convert the profile's unit too (a ms histogram read as s is 1000× off).
+        now = datetime.now(UTC)
+        [chart] = metrics.series(
+            APP, "frontend", "latency_p99_ms", start=now - timedelta(seconds=20), end=now
+        )
+        charted = max(p.value for p in chart.points)
+        assert 1 / 3 < charted / signals["frontend"].latency_p99_ms < 3
         if PROFILES[name].call_graph is None:
             with pytest.raises(MetricsError, match=f"signal profile {name} cannot read call_graph"):
                 metrics.call_graph(APP)
