@@ -224,3 +224,14 @@ def test_the_meshes_get_millisecond_buckets_and_their_own_labels() -> None:
 def test_the_lab_the_cli_and_the_settings_name_the_same_conventions() -> None:
     choices = next(p for p in up.params if p.name == "signals").type
     assert set(CONVENTIONS) == set(PROFILES) == set(choices.choices)  # type: ignore[attr-defined]
+
+
+def test_the_readme_example_is_a_valid_profile(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    section = readme.split("### Signal profiles", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "acme.yaml"
+    path.write_text(example)
+    profile = load_profile(path)
+    assert profile.name == "acme" and profile.missing == ()
+    assert profile.call_graph_labels == ("app", "callee")
