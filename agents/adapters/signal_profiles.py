@@ -33,6 +33,7 @@ SIGNALS: tuple[str, ...] = ("request_rate", "error_rate", "latency_p50", "latenc
 CALL_GRAPH = "call_graph"
 AUTO: Final = "auto"
 
+_TEMPLATED: tuple[str, ...] = (*SIGNALS, CALL_GRAPH)
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _KNOWN_PLACEHOLDERS = frozenset({"namespace", "window"})
 
@@ -62,8 +63,11 @@ class SignalProfile:
     peer_label: str | None = None
 
     def template(self, signal: str) -> str | None:
-        value = getattr(self, signal)
-        return value if isinstance(value, str) or value is None else None
+        """The query template of one of `SIGNALS` or `CALL_GRAPH`; None if it has none."""
+        if signal not in _TEMPLATED:
+            raise ValueError(f"unknown signal {signal!r}; use one of {', '.join(_TEMPLATED)}")
+        value: str | None = getattr(self, signal)
+        return value
 
     @property
     def missing(self) -> tuple[str, ...]:

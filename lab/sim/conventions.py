@@ -32,7 +32,10 @@ FAMILIES: dict[str, dict[str, tuple[str, str]]] = {
     "otel": {
         "http_server_request_duration_seconds": ("histogram", "Duration of HTTP server requests."),
         "traces_service_graph_request_total": ("counter", "Requests between two services."),
-        "traces_service_graph_request_failed_total": ("counter", "Failed requests between two"),
+        "traces_service_graph_request_failed_total": (
+            "counter",
+            "Failed requests between two services.",
+        ),
     },
     "istio": {
         "istio_requests_total": ("counter", "Requests, as the reporting proxy saw them."),

@@ -59,6 +59,8 @@ def test_the_lab_profile_sends_the_queries_it_always_sent() -> None:
         'sum by (service, peer) (increase(http_client_requests_total{namespace="hotel"}[60s]))'
     )
     assert LAB.call_graph_labels == ("service", "peer")
+    with pytest.raises(ValueError, match="unknown signal 'name'"):
+        LAB.template("name")  # a field that is no query is not read as one
 
 
 def test_render_fills_only_its_own_placeholders() -> None:
