@@ -76,8 +76,11 @@ class PrometheusMetrics:
         self._configured = profile
         self._profile = profile if isinstance(profile, SignalProfile) else None
         # Discovery lists every metric name, which is large on a real Prometheus: after a
-        # failed try, wait `rediscover_s` before the next (reads meanwhile raise the reason).
+        # failed try, wait before the next (reads meanwhile raise the reason): 1 s, doubling
+        # up to `rediscover_s`, since a Prometheus started with the bot has scraped nothing
+        # for its first seconds and a fixed 30 s would leave μ unknown that long.
         self._rediscover_s = rediscover_s
+        self._failed_discoveries = 0
         self._next_discovery = 0.0
         self._discovery_problem = ""
         self._discovery_lock = threading.Lock()
@@ -137,8 +140,10 @@ class PrometheusMetrics:
 
     def _discovery_failed(self, problem: str) -> None:
         self._discovery_problem = problem
-        self._next_discovery = time.monotonic() + self._rediscover_s
-        logger.warning("%s (trying again in %.0fs)", problem, self._rediscover_s)
+        pause = min(self._rediscover_s, 2.0**self._failed_discoveries)
+        self._failed_discoveries += 1
+        self._next_discovery = time.monotonic() + pause
+        logger.warning("%s (trying again in %.0fs)", problem, pause)
 
     def _metric_names(self) -> list[str]:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -197,6 +198,20 @@ def test_auto_fails_closed_until_it_finds_a_profile_and_asks_again_later() -> No
             gone.call_graph("hotel")
     finally:
         gone.close()
+
+
+def test_auto_asks_again_within_seconds_while_a_new_prometheus_has_scraped_nothing() -> None:
+    # The bot and Prometheus start together: the first listing has no application metric.
+    with names_server([["up"], ["up", "istio_requests_total"]]) as (url, seen):
+        metrics = PrometheusMetrics(url, rediscover_s=3600)
+        try:
+            with pytest.raises(MetricsError, match="none of the 1 metric names"):
+                metrics.profile()
+            time.sleep(1.2)  # the first pause is 1 s, not rediscover_s
+            assert metrics.profile() is PROFILES["istio"]
+            assert len(seen) == 2
+        finally:
+            metrics.close()
 
 
 def test_the_meshes_get_millisecond_buckets_and_their_own_labels() -> None:
