@@ -79,3 +79,7 @@ class ModelUnavailable(StratusError):
 
 class PolicyError(StratusError):
     """The policy file is invalid. The message names file, line, field and reason."""
+
+
+class SignalProfileError(StratusError):
+    """A signal profile file is invalid. The message names file, line, field and reason."""

@@ -298,11 +298,11 @@ def load_policy(path: Path) -> Policy:
         loc = tuple(first["loc"])
         where = ".".join(str(p) for p in loc) or "(top level)"
         reason = first["msg"].removeprefix("Value error, ")
-        line = _line_of(root, loc)
+        line = line_of(root, loc)
         raise PolicyError(f"{path}:{line}: {where}: {reason}") from e
 
 
-def _line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int:
+def line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int:
     """1-based line of the YAML node at `loc` (or of its nearest existing parent)."""
     line = node.start_mark.line + 1 if node is not None else 1
     for part in loc:

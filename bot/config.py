@@ -153,6 +153,18 @@ SETTINGS: tuple[Setting, ...] = (
         meaning="Prometheus base URL; unset degrades to cluster-state signals only.",
     ),
     Setting(
+        name="STRATUS_SIGNAL_PROFILE",
+        default="auto",
+        meaning="Metric convention of the golden signals: `auto` (found from Prometheus's "
+        "metric names), `lab`, `otel`, `istio`, `linkerd`, `micrometer` or `ingress-nginx`.",
+    ),
+    Setting(
+        name="STRATUS_SIGNAL_PROFILE_FILE",
+        default=None,
+        meaning="YAML signal profile of your own (PromQL per signal); overrides "
+        "`STRATUS_SIGNAL_PROFILE`.",
+    ),
+    Setting(
         name="STRATUS_KUBE_TIMEOUT_S",
         default="5",
         meaning="Deadline of one try of a Kubernetes API call (connect and read), seconds.",
@@ -300,6 +312,10 @@ class KubernetesSettings:
 class PrometheusSettings:
     url: str | None
     deadline: CallDeadline = field(default_factory=CallDeadline)
+    #: `auto` or a built-in profile's name (`agents.adapters.signal_profiles.CHOICES`).
+    signal_profile: str = "auto"
+    #: A custom profile file; when set it wins over `signal_profile`.
+    signal_profile_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -487,6 +503,7 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
             "STRATUS_LOG_LEVEL", f"must be DEBUG, INFO, WARNING or ERROR, got {level!r}"
         )
     policy = r.raw("STRATUS_POLICY_FILE")
+    profile_file = r.raw("STRATUS_SIGNAL_PROFILE_FILE")
     kube_deadline = _deadline(r, "STRATUS_KUBE")
     prometheus_deadline = _deadline(r, "STRATUS_PROMETHEUS")
     lease_s = r.number("STRATUS_LOCK_LEASE_S", float, 3.0, 3600.0)
@@ -509,6 +526,8 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
                 "STRATUS_PROMETHEUS_URL", r.raw("STRATUS_PROMETHEUS_URL"), ("http", "https")
             ),
             deadline=prometheus_deadline,
+            signal_profile=_signal_profile(r),
+            signal_profile_file=Path(profile_file) if profile_file else None,
         ),
         anthropic=AnthropicSettings(
             api_key=r.raw("ANTHROPIC_API_KEY"),
@@ -529,6 +548,17 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
         lock_lease_s=lease_s,
         webhook=_webhook(r),
     )
+
+
+def _signal_profile(r: _Reader) -> str:
+    from agents.adapters.signal_profiles import CHOICES
+
+    name = r.text("STRATUS_SIGNAL_PROFILE").lower()
+    if name not in CHOICES:
+        raise SettingsError(
+            "STRATUS_SIGNAL_PROFILE", f"must be one of {', '.join(CHOICES)}, got {name!r}"
+        )
+    return name
 
 
 def _secret(r: _Reader, name: str) -> str | None:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -36,6 +36,9 @@ from agents.errors import ClusterError, Invalid
 from agents.model import KubeObject
 from agents.ports import ClusterWriter
 from bot.config import WebhookSettings
+
+if TYPE_CHECKING:
+    from agents.adapters.prometheus_metrics import PrometheusMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -405,6 +408,90 @@ def _check_promql(url: str, *, timeout_s: float) -> Check:
         detail=f"{query} did not answer as a PromQL API",
         fix="STRATUS_PROMETHEUS_URL must be the base URL of a PromQL API",
     )
+
+
+SIGNAL_FIX = (
+    "set STRATUS_SIGNAL_PROFILE to the convention your cluster exports (lab, otel, istio, "
+    "linkerd, micrometer, ingress-nginx), or write a profile file for "
+    "STRATUS_SIGNAL_PROFILE_FILE (see README, Signal profiles)"
+)
+
+
+def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list[Check]:
+    """The signal profile in use and, for each golden signal and the call graph, whether its
+    query returns series (in `namespaces`, or anywhere when none are configured). A signal
+    the profile cannot read leaves every μ unknown (never healthy): a problem to fix."""
+    from agents.adapters.signal_profiles import AUTO, CALL_GRAPH
+    from agents.errors import MetricsError
+
+    configured = metrics.configured_profile
+    try:
+        profile = metrics.profile()
+        coverage = metrics.coverage(namespaces)
+    except MetricsError as e:
+        return [
+            Check(
+                name="signal profile",
+                verdict=Verdict.PROBLEM,
+                detail=f"{configured}: {e}",
+                fix=SIGNAL_FIX,
+            )
+        ]
+    how = f"auto found {profile.name}" if configured == AUTO else profile.name
+    where = ", ".join(namespaces) if namespaces else "any namespace"
+    checks = [
+        Check(
+            name="signal profile",
+            verdict=Verdict.OK,
+            detail=f"{how} (latency in {profile.latency_unit.value}); reading {where}",
+        )
+    ]
+    for signal, found in coverage.items():
+        name = f"signal {signal}"
+        if found:
+            checks.append(Check(name=name, verdict=Verdict.OK, detail="its query returns series"))
+        elif found is None and signal == CALL_GRAPH:
+            checks.append(
+                Check(
+                    name=name,
+                    verdict=Verdict.SKIPPED,
+                    detail=f"{profile.name} has no call graph: diagnosis finds dependencies "
+                    "from the cluster only",
+                    fix=SIGNAL_FIX,
+                )
+            )
+        elif found is None:
+            checks.append(
+                Check(
+                    name=name,
+                    verdict=Verdict.PROBLEM,
+                    detail=f"{profile.name} cannot read it: severity stays unknown, so no "
+                    "transaction can start or commit",
+                    fix=SIGNAL_FIX,
+                )
+            )
+        elif signal == "error_rate":
+            # No 5xx in the window is the healthy case; it cannot be told from a wrong query.
+            checks.append(
+                Check(
+                    name=name,
+                    verdict=Verdict.CANNOT_CHECK,
+                    detail="its query returns no series (no errors in the last 5 minutes, "
+                    "or the profile's error query matches nothing)",
+                    fix=SIGNAL_FIX,
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    name=name,
+                    verdict=Verdict.PROBLEM,
+                    detail=f"its query returns no series in {where} (no traffic in the last "
+                    f"5 minutes, or {profile.name} is not this cluster's convention)",
+                    fix=SIGNAL_FIX,
+                )
+            )
+    return checks
 
 
 def check_policy(path: Path | None) -> Check:

@@ -49,6 +49,7 @@ import logging
 import os
 import socket
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -78,6 +79,9 @@ from bot.slack_io import SlackIO, web_client
 from bot.workers import Lanes
 from storage import StorageError, Store
 from storage.migrations import upgrade
+
+if TYPE_CHECKING:
+    from agents.adapters.signal_profiles import SignalProfile
 
 logger = logging.getLogger(__name__)
 
@@ -240,12 +244,31 @@ def _metrics_source(settings: Settings, options: Options) -> MetricsSource | Non
         return None
     from agents.adapters.prometheus_metrics import PrometheusMetrics
 
-    metrics = PrometheusMetrics(url, deadline=settings.prometheus.deadline)
+    metrics = PrometheusMetrics(
+        url, profile=signal_profile(settings), deadline=settings.prometheus.deadline
+    )
     try:
         metrics.query("vector(1)")
     except MetricsError as e:
         logger.warning("Prometheus at %s does not answer yet (%s); will keep trying", url, e)
     return metrics
+
+
+def signal_profile(settings: Settings) -> SignalProfile | Literal["auto"]:
+    """The profile the settings name: a file's, a built-in one, or `auto`. A bad file is a
+    `SettingsError` naming the setting, the file, the line and the field (exit 2)."""
+    from agents.adapters.signal_profiles import AUTO, PROFILES, load_profile
+    from agents.errors import SignalProfileError
+
+    prometheus = settings.prometheus
+    if prometheus.signal_profile_file is not None:
+        try:
+            return load_profile(prometheus.signal_profile_file)
+        except SignalProfileError as e:
+            raise SettingsError("STRATUS_SIGNAL_PROFILE_FILE", str(e)) from e
+    if prometheus.signal_profile == AUTO:
+        return AUTO
+    return PROFILES[prometheus.signal_profile]
 
 
 def _limits(settings: Settings, options: Options, policy: Policy) -> TnrLimits:

@@ -1,10 +1,15 @@
 """`PrometheusMetrics`: the `MetricsSource` port over a real Prometheus, through
 prometheus-api-client.
 
-Golden signals come from PromQL templates that a team can change to match its own metric
-names (`PromQLTemplates`); the defaults match the lab's exporter and the common
-`http_server_requests_total` / `..._duration_seconds_bucket` conventions. Firing alerts are
-read from Prometheus's own `ALERTS` series, so they agree with what Alertmanager was sent.
+Golden signals come from a `SignalProfile` (`agents.adapters.signal_profiles`): the PromQL of
+one metric convention (the lab's exporter, OpenTelemetry, Istio, Linkerd, Micrometer,
+ingress-nginx, or a team's own file). With `profile="auto"` the adapter asks Prometheus for
+its metric names on first use and takes the first built-in profile they match; while
+Prometheus is unreachable or nothing matches it asks again later (`rediscover_s`), and every
+read meanwhile raises `MetricsError`. A signal the profile cannot read raises `MetricsError`
+naming the profile and the signal: unknown, never zero (DESIGN section 3, rule 8). Firing
+alerts are read from Prometheus's own `ALERTS` series, so they agree with what Alertmanager
+was sent, whatever the profile.
 
 Deadlines. Each request has a (connect, read) timeout and the session's urllib3 `Retry` is
 bounded by `CallDeadline`: at most `attempts` tries, no backoff sleeps, no retries on HTTP
@@ -16,51 +21,38 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import requests
 import urllib3
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
+from agents.adapters.signal_profiles import (
+    AUTO,
+    CALL_GRAPH,
+    SIGNALS,
+    SignalProfile,
+    detect,
+    render,
+)
 from agents.deadlines import CallDeadline
 from agents.errors import MetricsError, QueryError
 from agents.model import Alert, AlertStatus, GoldenSignals, Series, SeriesPoint
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PromQLTemplates:
-    """`{namespace}` and `{window}` are substituted; each query must yield one series per
-    service, labelled by `service_label`."""
-
-    service_label: str = "service"
-    request_rate: str = (
-        'sum by (service) (rate(http_server_requests_total{{namespace="{namespace}"}}[{window}]))'
-    )
-    error_rate: str = (
-        "sum by (service) (rate(http_server_requests_total"
-        '{{namespace="{namespace}",code=~"5.."}}[{window}]))'
-    )
-    latency_p50_s: str = (
-        "histogram_quantile(0.5, sum by (service, le) (rate("
-        'http_server_request_duration_seconds_bucket{{namespace="{namespace}"}}[{window}])))'
-    )
-    latency_p99_s: str = (
-        "histogram_quantile(0.99, sum by (service, le) (rate("
-        'http_server_request_duration_seconds_bucket{{namespace="{namespace}"}}[{window}])))'
-    )
-    alerts: str = 'ALERTS{{alertstate="firing"{namespace_matcher}}}'
-    #: Client-side request counters labelled by caller (`service`) and callee (`peer`).
-    call_graph: str = (
-        "sum by (service, peer) (increase(http_client_requests_total"
-        '{{namespace="{namespace}"}}[{window}]))'
-    )
-    peer_label: str = "peer"
+_ALERTS = 'ALERTS{{alertstate="firing"{namespace_matcher}}}'
+#: The series `series` charts, and the profile's signals each is computed from.
+_CHARTED: dict[str, tuple[str, ...]] = {
+    "request_rate": ("request_rate",),
+    "error_ratio": ("error_rate", "request_rate"),
+    "latency_p99_ms": ("latency_p99",),
+}
 
 
 def _value(sample: Mapping[str, Any]) -> float:
@@ -76,11 +68,22 @@ class PrometheusMetrics:
         self,
         url: str,
         *,
-        templates: PromQLTemplates | None = None,
+        profile: SignalProfile | Literal["auto"] = AUTO,
         deadline: CallDeadline | None = None,
+        rediscover_s: float = 30.0,
     ) -> None:
         self._url = url.rstrip("/")
-        self._templates = templates or PromQLTemplates()
+        self._configured = profile
+        self._profile = profile if isinstance(profile, SignalProfile) else None
+        # Discovery lists every metric name, which is large on a real Prometheus: after a
+        # failed try, wait before the next (reads meanwhile raise the reason): 1 s, doubling
+        # up to `rediscover_s`, since a Prometheus started with the bot has scraped nothing
+        # for its first seconds and a fixed 30 s would leave μ unknown that long.
+        self._rediscover_s = rediscover_s
+        self._failed_discoveries = 0
+        self._next_discovery = 0.0
+        self._discovery_problem = ""
+        self._discovery_lock = threading.Lock()
         self.deadline = deadline or CallDeadline()
         retries = self.deadline.attempts - 1
         retry = urllib3.Retry(
@@ -105,7 +108,70 @@ class PrometheusMetrics:
     def close(self) -> None:
         self._client._session.close()
 
-    def _unreachable(self, error: requests.RequestException) -> MetricsError:
+    @property
+    def configured_profile(self) -> str:
+        """`auto` or the name of the profile given."""
+        return self._configured.name if isinstance(self._configured, SignalProfile) else AUTO
+
+    def profile(self) -> SignalProfile:
+        """The profile in use; under `auto`, discovered now if not yet (`MetricsError` while
+        Prometheus is unreachable or its metrics match no built-in profile)."""
+        with self._discovery_lock:  # uncontended once found; a cheap price for one discovery
+            if self._profile is not None:
+                return self._profile
+            if time.monotonic() < self._next_discovery:
+                raise MetricsError(self._discovery_problem)
+            try:
+                names = self._metric_names()
+            except MetricsError as e:
+                self._discovery_failed(f"signal profile auto: cannot list metric names: {e}")
+                raise MetricsError(self._discovery_problem) from e
+            found = detect(names)
+            if found is None:
+                self._discovery_failed(
+                    f"signal profile auto: none of the {len(names)} metric names at {self._url} "
+                    "matches a built-in profile; set STRATUS_SIGNAL_PROFILE or "
+                    "STRATUS_SIGNAL_PROFILE_FILE"
+                )
+                raise MetricsError(self._discovery_problem)
+            logger.info("signal profile auto: %s found at %s", found.name, self._url)
+            self._profile = found
+            return found
+
+    def _discovery_failed(self, problem: str) -> None:
+        self._discovery_problem = problem
+        pause = min(self._rediscover_s, 2.0**self._failed_discoveries)
+        self._failed_discoveries += 1
+        self._next_discovery = time.monotonic() + pause
+        logger.warning("%s (trying again in %.0fs)", problem, pause)
+
+    def _metric_names(self) -> list[str]:
+        try:
+            names = self._client.all_metrics()
+        except PrometheusApiClientException as e:
+            raise MetricsError(f"{self._url}/api/v1/label/__name__/values failed: {e}") from e
+        except requests.RequestException as e:
+            raise self._unreachable(e) from e
+        except (ValueError, KeyError, TypeError) as e:  # a 200 that is not a PromQL API's JSON
+            raise MetricsError(
+                f"{self._url}/api/v1/label/__name__/values did not answer as a PromQL API: {e!r}"
+            ) from e
+        if not isinstance(names, list):
+            raise MetricsError(f"{self._url}/api/v1/label/__name__/values: not a list of names")
+        return [str(n) for n in names]
+
+    def _template(self, signal: str) -> tuple[SignalProfile, str]:
+        profile = self.profile()
+        template = profile.template(signal)
+        if template is None:
+            # Fail closed: a signal nobody can read is unknown, never 0.
+            raise MetricsError(
+                f"signal profile {profile.name} cannot read {signal}; set "
+                "STRATUS_SIGNAL_PROFILE or write a profile file (STRATUS_SIGNAL_PROFILE_FILE)"
+            )
+        return profile, template
+
+    def _unreachable(self, error: Exception) -> MetricsError:
         d = self.deadline
         return MetricsError(
             f"Prometheus at {self._url} gave no answer within the deadline "
@@ -121,9 +187,10 @@ class PrometheusMetrics:
             raise self._unreachable(e) from e
         return [r for r in result or [] if isinstance(r, dict)]
 
-    def _by_service(self, template: str, namespace: str, window_s: int) -> dict[str, float]:
-        promql = template.format(namespace=namespace, window=f"{window_s}s")
-        label = self._templates.service_label
+    def _by_service(self, signal: str, namespace: str, window_s: int) -> dict[str, float]:
+        profile, template = self._template(signal)
+        promql = render(template, namespace=namespace, window_s=window_s)
+        label = profile.service_label
         return {
             str(r.get("metric", {}).get(label, "")): _value(r)
             for r in self._query(promql)
@@ -133,26 +200,45 @@ class PrometheusMetrics:
     def golden_signals(
         self, namespace: str, services: Sequence[str] | None = None, *, window_s: int = 60
     ) -> Mapping[str, GoldenSignals]:
-        t = self._templates
-        rate = self._by_service(t.request_rate, namespace, window_s)
-        errors = self._by_service(t.error_rate, namespace, window_s)
-        p50 = self._by_service(t.latency_p50_s, namespace, window_s)
-        p99 = self._by_service(t.latency_p99_s, namespace, window_s)
+        to_ms = self.profile().latency_unit.to_ms
+        rate = self._by_service("request_rate", namespace, window_s)
+        errors = self._by_service("error_rate", namespace, window_s)
+        p50 = self._by_service("latency_p50", namespace, window_s)
+        p99 = self._by_service("latency_p99", namespace, window_s)
         wanted = set(services) if services is not None else set(rate)
         return {
             name: GoldenSignals(
                 service=name,
                 request_rate=rate.get(name, 0.0),
                 error_ratio=(errors.get(name, 0.0) / rate[name]) if rate.get(name) else 0.0,
-                latency_p50_ms=p50.get(name, 0.0) * 1000,
-                latency_p99_ms=p99.get(name, 0.0) * 1000,
+                latency_p50_ms=p50.get(name, 0.0) * to_ms,
+                latency_p99_ms=p99.get(name, 0.0) * to_ms,
             )
             for name in sorted(wanted)
         }
 
+    def coverage(self, namespaces: Sequence[str]) -> dict[str, bool | None]:
+        """For each signal (and the call graph): None when the profile has no query for it,
+        else whether its query returns any series in one of `namespaces` (with none given,
+        in any namespace). What `stratus doctor` reports."""
+        profile = self.profile()
+        out: dict[str, bool | None] = {}
+        for signal in (*SIGNALS, CALL_GRAPH):
+            template = profile.template(signal)
+            if template is None:
+                out[signal] = None
+                continue
+            if namespaces:
+                queries = [render(template, namespace=ns, window_s=300) for ns in namespaces]
+            else:
+                any_namespace = template.replace('="$namespace"', '=~".+"')
+                queries = [render(any_namespace, namespace="", window_s=300)]
+            out[signal] = any(self._query(q) for q in queries)
+        return out
+
     def firing_alerts(self, namespace: str | None = None) -> Sequence[Alert]:
         matcher = f',namespace="{namespace}"' if namespace else ""
-        promql = self._templates.alerts.format(namespace_matcher=matcher)
+        promql = _ALERTS.format(namespace_matcher=matcher)
         # ALERTS_FOR_STATE holds each alert's activeAt: when it started, which validation
         # needs ("no *new* alerts") and the ALERTS sample's own timestamp does not say.
         active_at = {
@@ -182,15 +268,17 @@ class PrometheusMetrics:
     def series(
         self, namespace: str, service: str, signal: str, *, start: datetime, end: datetime
     ) -> Sequence[Series]:
-        t = self._templates
-        templates = {
-            "request_rate": t.request_rate,
-            "error_ratio": f"({t.error_rate}) / ({t.request_rate})",
-            "latency_p99_ms": f"1000 * ({t.latency_p99_s})",
-        }
-        if signal not in templates:
-            raise QueryError(signal, f"unknown signal; use one of {', '.join(templates)}")
-        promql = templates[signal].format(namespace=namespace, window="60s")
+        if signal not in _CHARTED:
+            raise QueryError(signal, f"unknown signal; use one of {', '.join(_CHARTED)}")
+        profile = self.profile()
+        parts = [self._template(name)[1] for name in _CHARTED[signal]]
+        if signal == "error_ratio":
+            template = f"({parts[0]}) / ({parts[1]})"
+        elif signal == "latency_p99_ms":
+            template = f"{profile.latency_unit.to_ms:g} * ({parts[0]})"
+        else:
+            template = parts[0]
+        promql = render(template, namespace=namespace, window_s=60)
         step = max(1, int((end - start).total_seconds() // 200))
         try:
             result = self._client.custom_query_range(
@@ -200,7 +288,7 @@ class PrometheusMetrics:
             raise QueryError(promql, str(e)) from e
         except requests.RequestException as e:
             raise self._unreachable(e) from e
-        label = t.service_label
+        label = profile.service_label
         out = []
         for r in result or []:
             labels = {str(k): str(v) for k, v in (r.get("metric") or {}).items()}
@@ -214,12 +302,16 @@ class PrometheusMetrics:
         return out
 
     def call_graph(self, namespace: str, *, window_s: int = 300) -> Sequence[tuple[str, str]]:
-        t = self._templates
-        promql = t.call_graph.format(namespace=namespace, window=f"{window_s}s")
+        profile, template = self._template(CALL_GRAPH)
+        labels = profile.call_graph_labels
+        if labels is None:  # a profile file is checked for this; a built-in has both
+            raise MetricsError(f"signal profile {profile.name} names no peer label")
+        caller_label, peer_label = labels
+        promql = render(template, namespace=namespace, window_s=window_s)
         edges = set()
         for r in self._query(promql):
-            labels = r.get("metric") or {}
-            caller, callee = labels.get(t.service_label), labels.get(t.peer_label)
+            metric = r.get("metric") or {}
+            caller, callee = metric.get(caller_label), metric.get(peer_label)
             if caller and callee and _value(r) > 0:
                 edges.add((str(caller), str(callee)))
         return sorted(edges)

@@ -1,5 +1,6 @@
 """`stratus doctor`: check the installation — Slack token and scopes, Kubernetes permissions,
-the webhook's credentials, Prometheus, the database's migrations — and say how to fix what is
+the webhook's credentials, Prometheus and the golden signals its signal profile can read, the
+database's migrations — and say how to fix what is
 wrong.
 
 Exit 0 when nothing is a problem, 1 when something is (with `--strict`, also when a check
@@ -10,6 +11,7 @@ with the bot's environment (in the pod: `kubectl exec deploy/stratus -- stratus 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -105,9 +107,33 @@ def run_checks(settings: Settings) -> list[Check]:
 
     checks.append(check_webhook(settings.webhook))
     checks.append(check_policy(settings.policy_file))
-    checks.append(check_prometheus(settings.prometheus.url))
+    prometheus = check_prometheus(settings.prometheus.url)
+    checks.append(prometheus)
+    if prometheus.verdict is Verdict.OK:
+        checks += _signal_checks(settings, namespaces)
     checks.append(check_database(settings.database.url, current=current, head=head))
     return checks
+
+
+def _signal_checks(settings: Settings, namespaces: Sequence[str]) -> list[Check]:
+    from agents.adapters.prometheus_metrics import PrometheusMetrics
+    from bot.config import SettingsError
+    from bot.doctor import SIGNAL_FIX, Check, Verdict, check_signals
+    from bot.services import signal_profile
+
+    url = settings.prometheus.url
+    assert url is not None  # checked by check_prometheus
+    try:
+        profile = signal_profile(settings)
+    except SettingsError as e:
+        return [
+            Check(name="signal profile", verdict=Verdict.PROBLEM, detail=str(e), fix=SIGNAL_FIX)
+        ]
+    metrics = PrometheusMetrics(url, profile=profile, deadline=settings.prometheus.deadline)
+    try:
+        return check_signals(metrics, namespaces)
+    finally:
+        metrics.close()
 
 
 @click.command("doctor")

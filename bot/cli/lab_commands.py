@@ -80,6 +80,14 @@ def lab() -> None:
     "--metrics-port", type=click.IntRange(0, 65535), default=0, help="/metrics port (0: any)."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Simulation seed.")
+@click.option(
+    "--signals",
+    # The same names as STRATUS_SIGNAL_PROFILE's built-in profiles (a test compares them).
+    type=click.Choice(["lab", "otel", "istio", "linkerd", "micrometer", "ingress-nginx"]),
+    default="lab",
+    show_default=True,
+    help="Metric convention /metrics speaks (what a real cluster's mesh or library exports).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log what the lab does (INFO).")
 def up(
     *,
@@ -89,6 +97,7 @@ def up(
     speed: float,
     metrics_port: int,
     seed: int,
+    signals: str,
     verbose: bool,
 ) -> None:
     """Run the lab in the foreground until Ctrl-C."""
@@ -110,7 +119,9 @@ def up(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    world = LabWorld(WorldConfig(apps=apps or APPS, seed=seed, stepped=False, speed=speed))
+    world = LabWorld(
+        WorldConfig(apps=apps or APPS, seed=seed, stepped=False, speed=speed, signals=signals)
+    )
     exporter: MetricsExporter | None = None
     control: ControlServer | None = None
     state = state_file(kubeconfig)
@@ -118,7 +129,7 @@ def up(
         world.start()
         try:
             api_url = world.cluster.serve(port)
-            exporter = MetricsExporter(world.sim.store, port=metrics_port)
+            exporter = MetricsExporter(world.sim.store, port=metrics_port, signals=signals)
             metrics_url = exporter.start() + "/metrics"
             control = ControlServer(FaultControl(world))
             control_url = control.start()
@@ -140,7 +151,7 @@ def up(
         )
         click.echo(f"API:        {api_url}")
         click.echo(f"kubeconfig: {kubeconfig}")
-        click.echo(f"metrics:    {metrics_url}")
+        click.echo(f"metrics:    {metrics_url} ({signals} names)")
         click.echo(f"control:    {control_url}")
         click.echo(f"apps:       {', '.join(world.namespaces)} (speed {speed:g}×)")
         click.echo(f"try:        kubectl --kubeconfig {kubeconfig} get pods -A")

@@ -3,7 +3,9 @@
 `MetricsExporter(store).start()` serves `GET /metrics` (text format 0.0.4) on 127.0.0.1 and a
 port the OS picks, from an aiohttp server running in its own thread and event loop, so a real
 Prometheus (and the bot's Prometheus adapter through it) can scrape the lab. Metric names and
-labels are listed in `lab.sim.metrics`.
+labels are listed in `lab.sim.metrics`; with `signals=` another convention's names (Istio,
+Linkerd, OTel, Micrometer, ingress-nginx: `lab.sim.conventions`) are served instead, from the
+same store.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections import defaultdict
 
 from aiohttp import web
 
-from lab.sim.metrics import TYPES, MetricStore
+from lab.sim.conventions import CONVENTIONS, convert, is_request_metric
+from lab.sim.metrics import TYPES, LabelSet, MetricStore
 
 logger = logging.getLogger(__name__)
 
@@ -46,17 +49,31 @@ def _family(name: str) -> str:
     return name
 
 
-def render(store: MetricStore) -> str:
-    """The store's live values in the Prometheus text exposition format."""
+def render(store: MetricStore, signals: str = "lab") -> str:
+    """The store's live values in the Prometheus text exposition format, the request metrics
+    named as the `signals` convention names them."""
     with store.lock:
         items = list(store.live.items())
+    # Series that fold into one (an OTel service-graph edge has no namespace) are summed.
+    values: dict[tuple[str, str, LabelSet], float] = defaultdict(float)
+    meta: dict[str, tuple[str, str]] = {}
+    for (name, labelset), value in items:
+        if signals == "lab" or not is_request_metric(name):
+            family = _family(name)
+            values[(family, name, labelset)] += value
+            continue
+        for family, kind, help_text, series, converted, number in convert(
+            signals, name, labelset, value
+        ):
+            meta[family] = (kind, help_text)
+            values[(family, series, converted)] += number
     families: dict[str, list[str]] = defaultdict(list)
-    for (name, labelset), value in sorted(items):
+    for (family, name, labelset), value in sorted(values.items()):
         text = ",".join(f'{k}="{_escape(v)}"' for k, v in labelset)
-        families[_family(name)].append(f"{name}{{{text}}} {_number(value)}")
+        families[family].append(f"{name}{{{text}}} {_number(value)}")
     out: list[str] = []
     for family in sorted(families):
-        kind, help_text = TYPES.get(family, ("untyped", ""))
+        kind, help_text = meta.get(family) or TYPES.get(family, ("untyped", ""))
         out.append(f"# HELP {family} {help_text}")
         out.append(f"# TYPE {family} {kind}")
         out.extend(families[family])
@@ -64,8 +81,13 @@ def render(store: MetricStore) -> str:
 
 
 class MetricsExporter:
-    def __init__(self, store: MetricStore, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, store: MetricStore, *, host: str = "127.0.0.1", port: int = 0, signals: str = "lab"
+    ) -> None:
+        if signals not in CONVENTIONS:
+            raise ValueError(f"unknown signals {signals!r}; use one of {', '.join(CONVENTIONS)}")
         self._store = store
+        self._signals = signals
         self._host = host
         self._port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -74,7 +96,7 @@ class MetricsExporter:
         self.url = ""
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = render(self._store)
+        body = render(self._store, self._signals)
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
     def start(self) -> str:

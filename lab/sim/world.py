@@ -54,6 +54,8 @@ class WorldConfig:
     name: str = "lab"
     serve_api: bool = False  # HTTP API on 127.0.0.1:0 (for kubectl and the official client)
     serve_metrics: bool = False  # /metrics on 127.0.0.1:0 (for a real Prometheus)
+    #: The metric convention `/metrics` speaks (`lab.sim.conventions.CONVENTIONS`).
+    signals: str = "lab"
     kubeconfig: Path | None = None  # written when the API is served
     scrape_interval_s: float = 5.0
     retention_s: float = 3600.0
@@ -128,7 +130,7 @@ class LabWorld:
                 self.cluster.write_kubeconfig(self.config.kubeconfig)
                 self.kubeconfig_path = self.config.kubeconfig
         if self.config.serve_metrics:
-            self._exporter = MetricsExporter(self.sim.store)
+            self._exporter = MetricsExporter(self.sim.store, signals=self.config.signals)
             self.metrics_url = self._exporter.start()
         if self.clock.stepped:
             self.clock.on_tick(self.sim.tick)

@@ -68,6 +68,12 @@ def test_values_are_parsed_and_grouped() -> None:
         ("STRATUS_DIGEST_SCHEDULES", "team=every day", "STRATUS_DIGEST_SCHEDULES: expected"),
         ("STRATUS_LOG_LEVEL", "loud", "STRATUS_LOG_LEVEL: must be DEBUG"),
         ("STRATUS_LLM_MAX_STEPS", "0", "STRATUS_LLM_MAX_STEPS: must be between 1 and 100"),
+        (
+            "STRATUS_SIGNAL_PROFILE",
+            "envoy",
+            "STRATUS_SIGNAL_PROFILE: must be one of auto, lab, otel, istio, linkerd, micrometer, "
+            "ingress-nginx, got 'envoy'",
+        ),
     ],
 )
 def test_a_bad_setting_names_itself(name: str, value: str, message: str) -> None:

@@ -8,6 +8,7 @@ Prometheus `/-/ready`, an access reviewer granting all but two verbs, a real SQL
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -255,6 +256,22 @@ def _status(code: int) -> Any:
     return answer
 
 
+def _prometheus_api(handler: BaseHTTPRequestHandler) -> None:
+    """Ready, lists the lab's metric names, and answers every query with one series."""
+    if handler.path.startswith("/api/v1/label/__name__/values"):
+        data: Any = ["up", "http_server_requests_total"]
+    elif handler.path.startswith("/api/v1/query"):
+        series = {"metric": {"service": "frontend", "peer": "search"}, "value": [0, "1"]}
+        data = {"resultType": "vector", "result": [series]}
+    else:
+        _status(200)(handler)
+        return
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    handler.wfile.write(json.dumps({"status": "success", "data": data}).encode())
+
+
 @pytest.fixture
 def workspace() -> Iterator[SlackWorkspace]:
     narrow = tuple(s for s in SLACK_BOT_SCOPES if s not in ("pins:write", "usergroups:read"))
@@ -493,7 +510,7 @@ def _environment(
 def test_the_command_prints_each_check_and_fails_on_a_missing_scope(
     workspace: SlackWorkspace, database: str, tmp_path: Path
 ) -> None:
-    with http_stand_in(_status(200)) as prometheus, http_stand_in(_allow_all) as kube:
+    with http_stand_in(_prometheus_api) as prometheus, http_stand_in(_allow_all) as kube:
         kubeconfig = _kubeconfig(tmp_path / "kubeconfig", kube)
         good = _environment(workspace, workspace.config.bot_token, database, prometheus, kubeconfig)
         result = CliRunner().invoke(doctor, [], env=good)
@@ -501,6 +518,8 @@ def test_the_command_prints_each_check_and_fails_on_a_missing_scope(
         assert "ok       slack scopes: all 9 scopes granted" in result.output
         assert "ok       database: migrated to" in result.output
         assert "ok       prometheus" in result.output
+        assert "ok       signal profile: auto found lab (latency in s)" in result.output
+        assert "ok       signal error_rate: its query returns series" in result.output
         assert "ok       kubernetes writes" in result.output
         assert "ok       alertmanager webhook: callers must present a bearer token" in (
             result.output
@@ -526,6 +545,23 @@ def test_no_webhook_credentials_is_a_problem_with_its_fix(
     assert result.exit_code == 1, result.output
     assert "PROBLEM  alertmanager webhook: no credentials" in result.output
     assert "fix: set STRATUS_WEBHOOK_TOKEN" in result.output
+
+
+def test_a_bad_signal_profile_file_is_a_problem_naming_file_line_and_field(
+    workspace: SlackWorkspace, database: str, tmp_path: Path
+) -> None:
+    profile = tmp_path / "signals.yaml"
+    profile.write_text("name: x\nservice_label: app\nrequest_rte: up\n")
+    with http_stand_in(_prometheus_api) as prometheus, http_stand_in(_allow_all) as kube:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", kube)
+        env = _environment(workspace, workspace.config.bot_token, database, prometheus, kubeconfig)
+        result = CliRunner().invoke(
+            doctor, [], env={**env, "STRATUS_SIGNAL_PROFILE_FILE": str(profile)}
+        )
+    assert result.exit_code == 1, result.output
+    problem = "PROBLEM  signal profile: STRATUS_SIGNAL_PROFILE_FILE: "
+    assert f"{problem}{profile}:3: request_rte: unknown field" in result.output
+    assert "fix: set STRATUS_SIGNAL_PROFILE" in result.output
 
 
 def test_the_command_exits_2_on_an_invalid_setting() -> None:

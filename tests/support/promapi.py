@@ -5,10 +5,11 @@ fault-injecting proxy.
 The lab evaluates its metrics in process (`lab.sim.promql`, the PromQL subset the adapter's
 queries use, and `lab.alerts` for the alert rules); this server answers
 `/api/v1/query` and `/api/v1/query_range` with them, in lab time, in Prometheus's JSON shape.
-`ALERTS{...}` and `ALERTS_FOR_STATE{...}` come from the lab's alert evaluator: the value of
-`ALERTS_FOR_STATE` is the alert's start as `SimMetrics` reports it (when it fired), so the
-bot sees the same alerts through this API as in process. A query the subset cannot evaluate
-answers 400 `bad_data`, as Prometheus does.
+`/api/v1/label/__name__/values` lists the store's metric names (how the adapter's `auto`
+signal profile finds the lab's convention). `ALERTS{...}` and `ALERTS_FOR_STATE{...}` come
+from the lab's alert evaluator: the value of `ALERTS_FOR_STATE` is the alert's start as
+`SimMetrics` reports it (when it fired), so the bot sees the same alerts through this API as
+in process. A query the subset cannot evaluate answers 400 `bad_data`, as Prometheus does.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class PromApi:
     def answer(self, path: str, params: dict[str, str]) -> tuple[int, dict[str, Any]]:
         query = params.get("query", "")
         try:
+            if path.endswith("/api/v1/label/__name__/values"):
+                names = sorted(self._world.sim.store.names() | {"ALERTS", "ALERTS_FOR_STATE"})
+                return 200, {"status": "success", "data": names}
             if path.endswith("/api/v1/query"):
                 at = float(params.get("time") or self._world.clock.now().timestamp())
                 samples = self._instant(query, at)

@@ -82,6 +82,9 @@ REGISTRY: dict[str, tuple[str, ...]] = {
     "kube:pod_logs": ("agents/adapters/kubernetes_cluster.py:KubernetesCluster.pod_logs",),
     "kube:replace": ("agents/adapters/kubernetes_cluster.py:KubernetesCluster.replace",),
     "kube:watch": ("agents/adapters/kubernetes_cluster.py:KubernetesCluster.watch",),
+    "prometheus:all_metrics": (
+        "agents/adapters/prometheus_metrics.py:PrometheusMetrics._metric_names",
+    ),
     "prometheus:custom_query": ("agents/adapters/prometheus_metrics.py:PrometheusMetrics._query",),
     "prometheus:custom_query_range": (
         "agents/adapters/prometheus_metrics.py:PrometheusMetrics.series",

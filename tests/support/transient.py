@@ -231,7 +231,11 @@ def _site(site_id: str) -> Site:
         reads = ("kube:get", "kube:list_versioned", "kube:pod_logs")
         return Site(site_id, Service.KUBE, _kube(site_id), measures=site_id in reads)
     if service == "prometheus":
-        path = r".*/api/v1/query" if operation == "custom_query" else r".*/api/v1/query_range"
+        path = {
+            "custom_query": r".*/api/v1/query",
+            "custom_query_range": r".*/api/v1/query_range",
+            "all_metrics": r".*/api/v1/label/__name__/values",  # the auto signal profile's
+        }[operation]
         return Site(site_id, Service.PROMETHEUS, _path(path), measures=True)
     if service == "anthropic":
         return Site(site_id, Service.ANTHROPIC, _path(r".*/v1/messages"))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +92,7 @@ class RunningLab:
     lines: queue.Queue[str]
 
 
-def _start_lab(tmp_path: Path) -> RunningLab:
+def _start_lab(tmp_path: Path, *extra: str) -> RunningLab:
     kubeconfig = tmp_path / "lab" / "kubeconfig"
     proc = subprocess.Popen(
         [
@@ -105,6 +106,7 @@ def _start_lab(tmp_path: Path) -> RunningLab:
             "20",
             "--kubeconfig",
             str(kubeconfig),
+            *extra,
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -145,6 +147,25 @@ def _stop(running: RunningLab, signum: int) -> tuple[int, str]:
         running.proc.kill()
         raise
     return running.proc.returncode, stderr
+
+
+def test_up_exports_the_chosen_signal_convention(tmp_path: Path) -> None:
+    running = _start_lab(tmp_path, "--signals", "istio")
+    try:
+        state = json.loads(state_file(running.kubeconfig).read_text())
+        deadline = time.monotonic() + 60
+        text = ""
+        while "istio_requests_total{" not in text and time.monotonic() < deadline:
+            time.sleep(0.5)  # until the pods are ready and serve traffic
+            with urllib.request.urlopen(state["metrics_url"], timeout=10) as answer:
+                text = answer.read().decode()
+        assert "istio_requests_total{" in text, text[-2000:]
+        assert "istio_request_duration_milliseconds_bucket{" in text
+        assert "http_server_requests_total" not in text
+        assert "kube_deployment_status_replicas_available{" in text  # the same in every one
+    finally:
+        code, _ = _stop(running, signal.SIGTERM)
+    assert code == 0
 
 
 @pytest.fixture
