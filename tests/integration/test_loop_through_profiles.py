@@ -39,7 +39,8 @@ import pytest
 import yaml
 
 from agents.adapters.prometheus_metrics import PrometheusMetrics
-from agents.model import IncidentState, TransactionStatus
+from agents.model import IncidentState, Scope, TransactionStatus
+from agents.severity import UNKNOWN_SIGNALS
 from agents.tnr import TnrLimits
 from bot.config import load_settings
 from bot.ids import ActionId, MessageKind
@@ -120,7 +121,8 @@ def wait(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+            # Not an AssertionError: the xfail below expects only its assertions to fail.
+            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.25)
 
 
@@ -364,3 +366,49 @@ def test_a_profile_file_over_renamed_metrics_heals_a_fault(tmp_path: Path) -> No
         incident_id = inject_and_approve(loop)
         assert_healed(loop, incident_id, fixed)
         assert loop.metrics.profile().name == "team"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="a profile whose queries return no series reads as healthy: PrometheusMetrics."
+    "golden_signals turns an empty vector into no services, so the SLO term is 0 and the "
+    "measurement complete; the bot closes the incident as transient while geo stays broken",
+)
+@pytest.mark.timeout(420)
+def test_a_profile_that_reads_nothing_never_measures_healthy(tmp_path: Path) -> None:
+    """`lab` forced on a cluster speaking Istio: every query is valid PromQL and returns no
+    series. That is unknown, never healthy (DESIGN section 3, rule 8): the incident must not
+    close as transient, nor any transaction commit, while the fault is in place."""
+    with loop_lab(
+        tmp_path,
+        settings={"STRATUS_SIGNAL_PROFILE": "lab"},
+        relabel=None,
+        probe="istio_requests_total",
+    ) as loop:
+        broken = fault(FAULT).inject(loop.world, app=HOTEL, target=TARGET)
+        incident_id = wait("an incident", lambda: next(iter(loop.incident_ids()), None), 120)
+        machine = loop.runtime.services.brain.machine
+        # Past diagnosis and planning: the first place it could wrongly end is the
+        # "Transient: symptoms cleared" check at planning, which measures μ.
+        settled = (
+            IncidentState.AWAITING_APPROVAL,
+            IncidentState.ESCALATED,
+            IncidentState.RESOLVED,
+            IncidentState.CLOSED,
+        )
+        wait(
+            f"{incident_id} to reach a plan or an end",
+            lambda: machine.incident(incident_id).state in settled,
+            120,
+        )
+        context = story(loop, incident_id)
+        assert target_port(loop.world) == broken.params["port"], "the fault is still in place"
+        assert machine.incident(incident_id).state is not IncidentState.CLOSED, context
+        assert "Transient" not in context, context
+        assert all(
+            tx.status is not TransactionStatus.COMMITTED for tx in machine.transactions(incident_id)
+        )
+        severity = loop.runtime.services.brain.engine.measure(Scope(cluster="lab", namespace=HOTEL))
+        assert UNKNOWN_SIGNALS in severity.unknown, severity
+        assert not severity.healthy, severity
