@@ -132,7 +132,6 @@ class Loop:
     ws: SlackWorkspace
     runtime: BotRuntime
     prometheus_url: str
-    logs: Path
 
     @property
     def metrics(self) -> PrometheusMetrics:
@@ -153,13 +152,6 @@ class Loop:
             if ActionId.APPROVE in _buttons(message):
                 return ref.channel, ref.ts
         return None
-
-    def tail(self) -> str:
-        """Prometheus's log, for a failure message."""
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}"
-            for p in sorted(self.logs.glob("*.log"))
-        )
 
 
 def _buttons(message: Mapping[str, Any]) -> set[str]:
@@ -268,7 +260,7 @@ def loop_lab(
         # The change journal's baseline, before anything breaks: the fix's value comes from it.
         journal = runtime.services.store.journal
         wait("the journal's baseline", lambda: journal.query("lab", HOTEL, kind="Service"), 30)
-        yield Loop(world=world, ws=ws, runtime=runtime, prometheus_url=url, logs=home)
+        yield Loop(world=world, ws=ws, runtime=runtime, prometheus_url=url)
     finally:
         if runtime is not None:
             runtime.stop()
@@ -293,7 +285,9 @@ def story(loop: Loop, incident_id: str) -> str:
 
 def inject_and_approve(loop: Loop) -> str:
     """Break the geo Service; approve the plan as Alice once it waits; the incident's id."""
+    before = target_port(loop.world)
     fault(FAULT).inject(loop.world, app=HOTEL, target=TARGET)
+    assert target_port(loop.world) != before, "the fault changed nothing"
     incident_id = wait("an incident", lambda: next(iter(loop.incident_ids()), None), 120)
     machine = loop.runtime.services.brain.machine
 
