@@ -21,6 +21,11 @@ The lab runs in real time (speed 1, its clock started at the wall clock's now, a
 does with Prometheus): Prometheus stamps samples with the wall clock and the bot passes its
 windows, in lab seconds, straight into PromQL range selectors, so only at speed 1 does a
 `[15s]` the validation asks for cover the 15 s it means.
+
+Each case starts its own lab, Prometheus and bot (about 20 s of the 45 s a case takes): the
+bots differ in settings, the renamed case's Prometheus must hold no Istio names, and a lab
+shared after a fix would still fire the fixed fault's alerts for a minute (the rules read 1m
+windows), which the next case's bot would take for a new incident.
 """
 
 from __future__ import annotations
