@@ -22,7 +22,7 @@ does with Prometheus): Prometheus stamps samples with the wall clock and the bot
 windows, in lab seconds, straight into PromQL range selectors, so only at speed 1 does a
 `[15s]` the validation asks for cover the 15 s it means.
 
-Each case starts its own lab, Prometheus and bot (about 20 s of the 45 s a case takes): the
+Each case starts its own lab, Prometheus and bot (about 11 s of the 45 s a case takes): the
 bots differ in settings, the renamed case's Prometheus must hold no Istio names, and a lab
 shared after a fix would still fire the fixed fault's alerts for a minute (the rules read 1m
 windows), which the next case's bot would take for a new incident.
