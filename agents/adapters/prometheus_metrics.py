@@ -3,13 +3,15 @@ prometheus-api-client.
 
 Golden signals come from a `SignalProfile` (`agents.adapters.signal_profiles`): the PromQL of
 one metric convention (the lab's exporter, OpenTelemetry, Istio, Linkerd, Micrometer,
-ingress-nginx, or a team's own file). With `profile="auto"` the adapter asks Prometheus for
-its metric names on first use and takes the first built-in profile they match; while
-Prometheus is unreachable or nothing matches it asks again later (`rediscover_s`), and every
-read meanwhile raises `MetricsError`. A signal the profile cannot read raises `MetricsError`
-naming the profile and the signal: unknown, never zero (DESIGN section 3, rule 8). Firing
-alerts are read from Prometheus's own `ALERTS` series, so they agree with what Alertmanager
-was sent, whatever the profile.
+ingress-nginx, or a team's own file). With `profile="auto"` the adapter asks Prometheus for its
+metric names on first use and takes the first built-in profile they match; a profile given by
+name or file is taken only if its identifying metrics exist there (queries that match nothing
+would read every namespace as idle, and idle as healthy). While Prometheus is unreachable or
+the names do not fit it asks again later (1 s, doubling up to `rediscover_s`), and every read
+meanwhile raises `MetricsError`. A signal the profile cannot read raises `MetricsError` naming
+the profile and the signal: unknown, never zero (DESIGN section 3, rule 8). Firing alerts are
+read from Prometheus's own `ALERTS` series, so they agree with what Alertmanager was sent,
+whatever the profile.
 
 Deadlines. Each request has a (connect, read) timeout and the session's urllib3 `Retry` is
 bounded by `CallDeadline`: at most `attempts` tries, no backoff sleeps, no retries on HTTP
@@ -74,7 +76,7 @@ class PrometheusMetrics:
     ) -> None:
         self._url = url.rstrip("/")
         self._configured = profile
-        self._profile = profile if isinstance(profile, SignalProfile) else None
+        self._profile: SignalProfile | None = None  # once checked against Prometheus
         # Discovery lists every metric name, which is large on a real Prometheus: after a
         # failed try, wait before the next (reads meanwhile raise the reason): 1 s, doubling
         # up to `rediscover_s`, since a Prometheus started with the bot has scraped nothing
@@ -114,19 +116,37 @@ class PrometheusMetrics:
         return self._configured.name if isinstance(self._configured, SignalProfile) else AUTO
 
     def profile(self) -> SignalProfile:
-        """The profile in use; under `auto`, discovered now if not yet (`MetricsError` while
-        Prometheus is unreachable or its metrics match no built-in profile)."""
+        """The profile in use, checked against Prometheus's metric names on first use: under
+        `auto` the first built-in they match; a given profile only if its identifying metrics
+        exist. `MetricsError` while Prometheus is unreachable or the names do not fit: a
+        profile whose queries match nothing would read every namespace as idle, and idle
+        reads as healthy (DESIGN section 3, rule 8)."""
         with self._discovery_lock:  # uncontended once found; a cheap price for one discovery
             if self._profile is not None:
                 return self._profile
             if time.monotonic() < self._next_discovery:
                 raise MetricsError(self._discovery_problem)
+            configured = self.configured_profile
             try:
                 names = self._metric_names()
             except MetricsError as e:
-                self._discovery_failed(f"signal profile auto: cannot list metric names: {e}")
+                self._discovery_failed(
+                    f"signal profile {configured}: cannot list metric names: {e}"
+                )
                 raise MetricsError(self._discovery_problem) from e
-            found = detect(names)
+            if isinstance(self._configured, SignalProfile):
+                found: SignalProfile | None = self._configured
+                absent = sorted(set(self._configured.identify) - set(names))
+                if absent:
+                    self._discovery_failed(
+                        f"signal profile {configured}: Prometheus at {self._url} has no "
+                        f"{', '.join(absent)}, so its queries would read nothing (which is not "
+                        "healthy); set STRATUS_SIGNAL_PROFILE to this cluster's convention (or "
+                        "auto) or fix the profile file"
+                    )
+                    raise MetricsError(self._discovery_problem)
+            else:
+                found = detect(names)
             if found is None:
                 self._discovery_failed(
                     f"signal profile auto: none of the {len(names)} metric names at {self._url} "
@@ -134,7 +154,7 @@ class PrometheusMetrics:
                     "STRATUS_SIGNAL_PROFILE_FILE"
                 )
                 raise MetricsError(self._discovery_problem)
-            logger.info("signal profile auto: %s found at %s", found.name, self._url)
+            logger.info("signal profile %s: %s found at %s", configured, found.name, self._url)
             self._profile = found
             return found
 

@@ -126,7 +126,6 @@ def wait(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
         if value:
             return value
         if time.monotonic() >= deadline:
-            # Not an AssertionError: the xfail below expects only its assertions to fail.
             raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
         time.sleep(0.25)
 
@@ -367,13 +366,6 @@ def test_a_profile_file_over_renamed_metrics_heals_a_fault(tmp_path: Path) -> No
         assert loop.metrics.profile().name == "team"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a profile whose queries return no series reads as healthy: PrometheusMetrics."
-    "golden_signals turns an empty vector into no services, so the SLO term is 0 and the "
-    "measurement complete; the bot closes the incident as transient while geo stays broken",
-)
 @pytest.mark.timeout(420)
 def test_a_profile_that_reads_nothing_never_measures_healthy(tmp_path: Path) -> None:
     """`lab` forced on a cluster speaking Istio: every query is valid PromQL and returns no

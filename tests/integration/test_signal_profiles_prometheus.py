@@ -295,5 +295,13 @@ def test_doctor_names_the_profile_auto_found_and_what_it_reads(conventions: Conv
         wrong = {c.name: c for c in check_signals(other, [APP])}
     finally:
         other.close()
-    assert wrong["signal request_rate"].verdict is Verdict.PROBLEM
-    assert "linkerd is not this cluster's convention" in wrong["signal request_rate"].detail
+    # A profile whose metrics are not there is refused outright: its queries would read the
+    # namespace as idle, and idle as healthy.
+    assert wrong["signal profile"].verdict is Verdict.PROBLEM
+    assert "has no response_latency_ms_bucket, response_total" in wrong["signal profile"].detail
+    again = PrometheusMetrics(conventions.prometheus["istio"], profile=PROFILES["linkerd"])
+    try:
+        with pytest.raises(MetricsError, match=r"signal profile linkerd: Prometheus at .* has no"):
+            again.golden_signals(APP)
+    finally:
+        again.close()
