@@ -187,7 +187,9 @@ class SimMetrics:
         )
 
     def query(self, promql: str) -> Sequence[Series]:
-        """An instant query at the current lab time."""
+        """An instant query at the current lab time, in the names of the convention the
+        history is read in (what Prometheus would answer); kube-state and cAdvisor series are
+        the same under every convention."""
         now = self._now()
         value = self._eval.evaluate(promql, now.timestamp())
         if isinstance(value, float):
