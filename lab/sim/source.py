@@ -56,9 +56,10 @@ class SimMetrics:
         self._store = store
         self._now = now
         self._alerts = alerts
+        # The view first: it refuses a convention the exporter does not speak (ValueError).
+        history: History = store if signals == "lab" else ConventionView(store, signals)
         self.signals = signals
         self.profile = profile or PROFILES[signals]
-        history: History = store if signals == "lab" else ConventionView(store, signals)
         self._eval = Evaluator(history)
 
     def _template(self, signal: str) -> str:

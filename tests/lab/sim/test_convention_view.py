@@ -134,6 +134,11 @@ def test_a_signal_the_profile_lacks_is_refused_never_zero(lab: FakeLab) -> None:
     assert ("search", "geo") in metrics.call_graph(HOTEL)
 
 
+def test_an_unknown_convention_is_refused(lab: FakeLab) -> None:
+    with pytest.raises(ValueError, match="unknown convention 'datadog'"):
+        _metrics(lab, "datadog")
+
+
 def test_the_bench_offers_every_convention() -> None:
     assert SIGNAL_CHOICES == CONVENTIONS
     assert set(CONVENTIONS) == set(PROFILES)  # a convention reads with the profile of its name
