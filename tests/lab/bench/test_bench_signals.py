@@ -9,7 +9,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from agents.adapters.signal_profiles import PROFILES
 from bot.cli.bench import bench
+from lab.alerts import attach_alerts
+from lab.sim.world import LabWorld, WorldConfig
 
 
 def test_a_bench_run_under_istio_mitigates_and_says_so(tmp_path: Path) -> None:
@@ -43,3 +46,10 @@ def test_a_bench_run_under_istio_mitigates_and_says_so(tmp_path: Path) -> None:
 def test_an_unknown_profile_is_a_usage_error() -> None:
     result = CliRunner().invoke(bench, ["--signals", "datadog"])
     assert result.exit_code == 2 and "datadog" in result.output
+
+
+def test_the_world_and_its_alerts_read_with_the_profile_its_config_names() -> None:
+    world = LabWorld(WorldConfig(apps=("hotel-reservation",), signals="istio"))
+    assert world.metrics.profile is PROFILES["istio"]
+    assert attach_alerts(world).metrics.profile is PROFILES["istio"]
+    assert LabWorld(WorldConfig(apps=("hotel-reservation",))).metrics.profile is PROFILES["lab"]
