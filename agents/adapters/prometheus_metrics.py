@@ -41,6 +41,7 @@ from agents.adapters.signal_profiles import (
     SignalProfile,
     detect,
     render,
+    unreadable,
 )
 from agents.deadlines import CallDeadline
 from agents.errors import MetricsError, QueryError
@@ -184,11 +185,7 @@ class PrometheusMetrics:
         profile = self.profile()
         template = profile.template(signal)
         if template is None:
-            # Fail closed: a signal nobody can read is unknown, never 0.
-            raise MetricsError(
-                f"signal profile {profile.name} cannot read {signal}; set "
-                "STRATUS_SIGNAL_PROFILE or write a profile file (STRATUS_SIGNAL_PROFILE_FILE)"
-            )
+            raise unreadable(profile, signal)
         return profile, template
 
     def _unreachable(self, error: Exception) -> MetricsError:

@@ -25,7 +25,7 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agents.errors import SignalProfileError
+from agents.errors import MetricsError, SignalProfileError
 from agents.policy import line_of
 
 #: The golden signals a profile may read, in the order doctor lists them.
@@ -79,6 +79,15 @@ class SignalProfile:
         if self.call_graph is None or self.peer_label is None:
             return None
         return (self.caller_label or self.service_label, self.peer_label)
+
+
+def unreadable(profile: SignalProfile, signal: str) -> MetricsError:
+    """The error for a signal `profile` has no query for. Every metrics source raises it
+    rather than answer: a signal nobody can read is unknown, never 0 (fail closed)."""
+    return MetricsError(
+        f"signal profile {profile.name} cannot read {signal}; set "
+        "STRATUS_SIGNAL_PROFILE or write a profile file (STRATUS_SIGNAL_PROFILE_FILE)"
+    )
 
 
 def render(template: str, *, namespace: str, window_s: int) -> str:

@@ -3,13 +3,16 @@ baselines.
 
     stratus bench [--suite DIR] [--agents stratus,naive,no-undo,no-retry] [--seed N]
                   [--scenario ID] [--jobs N] [--reasoner auto|offline|claude]
+                  [--signals lab|otel|istio|linkerd|micrometer|ingress-nginx]
                   [--json PATH] [--markdown PATH] [--chart PATH]
 
 One progress line per run (scenario, agent, outcome, wall seconds) on stderr. The exit code is
 1 when a scenario file or run was unusable (each is reported with file, field and reason; the
 other scenarios still run), 2 for a bad command line or setting, 0 otherwise — whatever the
 scores are. The reasoner is the offline one unless `--reasoner claude`, or `auto` with
-ANTHROPIC_API_KEY configured (through `bot.config`, like every setting).
+ANTHROPIC_API_KEY configured (through `bot.config`, like every setting). `--signals` makes the
+lab's telemetry read as another metric convention would expose it, through the built-in signal
+profile of that name (the alert rules stay in the lab's names); the report says which.
 
 This module is the composition root of the bench: the only place that joins `bot.config` to
 the lab. The lab is imported inside the command so that `stratus --help` stays fast.
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+#: `lab.sim.conventions.CONVENTIONS`, spelled out so that `stratus --help` need not import the
+#: lab; a test checks that the two agree.
+SIGNAL_CHOICES = ("lab", "otel", "istio", "linkerd", "micrometer", "ingress-nginx")
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +107,13 @@ def _write(path: Path, data: str | bytes) -> None:
     help="auto: Claude when ANTHROPIC_API_KEY is configured, else the offline reasoner.",
 )
 @click.option(
+    "--signals",
+    type=click.Choice(SIGNAL_CHOICES),
+    default="lab",
+    show_default=True,
+    help="Metric convention of the lab's telemetry, read with the signal profile of that name.",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -129,6 +142,7 @@ def bench(
     scenario_id: str | None,
     jobs: int,
     reasoner: str,
+    signals: str,
     json_path: Path | None,
     markdown_path: Path | None,
     chart_path: Path | None,
@@ -162,7 +176,8 @@ def bench(
     total = len(suite.scenarios) * len(chosen)
     click.echo(
         f"bench: {len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s) = {total} run(s), "
-        f"seed {seed}, {'offline' if model is None else model.name} reasoner, {jobs} job(s)",
+        f"seed {seed}, {'offline' if model is None else model.name} reasoner, signal profile "
+        f"{signals}, {jobs} job(s)",
         err=True,
     )
 
@@ -177,7 +192,7 @@ def bench(
         report = run_bench(
             suite,
             chosen,
-            BenchConfig(seed=seed),
+            BenchConfig(seed=seed, signals=signals),
             suite_name=str(directory),
             model=model,
             jobs=jobs,

@@ -52,6 +52,9 @@ def attach_alerts(
         if rules is not None
         else tuple(all_rules(lab_rules(b.model for b in world.bundles)))
     )
+    # The rules read the store in the lab's own names whatever `world.config.signals` is: they
+    # are the team's alert rules, written for its own metrics, and independent of the signal
+    # profile through which Stratus reads the golden signals (`metrics` below).
     evaluator = AlertEvaluator(
         world.sim.store, chosen, not_before=world.clock.now() + timedelta(seconds=quiet_s)
     )
@@ -61,7 +64,12 @@ def attach_alerts(
         notifier = WebhookNotifier(send, route)
     alerts = LabAlerts(
         evaluator=evaluator,
-        metrics=SimMetrics(world.sim.store, now=world.clock.now, alerts=evaluator.firing_alerts),
+        metrics=SimMetrics(
+            world.sim.store,
+            now=world.clock.now,
+            alerts=evaluator.firing_alerts,
+            signals=world.config.signals,
+        ),
         notifier=notifier,
     )
     world.sim.on_scrape(alerts.evaluate)

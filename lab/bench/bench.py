@@ -129,4 +129,5 @@ def run_bench(
         wall_s=time.monotonic() - started,
         evidence_token_budget=config.evidence_token_budget,
         settings={**asdict(config), "jobs": jobs},
+        signals=config.signals,
     )

@@ -183,8 +183,9 @@ def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str
         f"# {title}",
         "",
         f"Suite `{report.suite}`: {scenarios} scenarios; agents {names}; seed {report.seed}; "
-        f"reasoner {report.reasoner}; wall time {report.wall_s:.0f} s. Lab times are lab "
-        "seconds from the first fault. How each figure is scored: `lab/scenarios/README.md`.",
+        f"reasoner {report.reasoner}; signal profile `{report.signals}`; wall time "
+        f"{report.wall_s:.0f} s. Lab times are lab seconds from the first fault. How each "
+        "figure is scored: `lab/scenarios/README.md`.",
         "",
         *descriptions,
         "",

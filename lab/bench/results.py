@@ -123,6 +123,7 @@ class BenchReport:
     wall_s: float
     evidence_token_budget: int
     settings: dict[str, Any] = field(default_factory=dict)
+    signals: str = "lab"  # the signal profile (and metric convention) the runs read
 
     @property
     def failed(self) -> bool:
@@ -134,6 +135,7 @@ class BenchReport:
             "suite": self.suite,
             "seed": self.seed,
             "reasoner": self.reasoner,
+            "signals": self.signals,
             "wall_s": round(self.wall_s, 1),
             "evidence_token_budget": self.evidence_token_budget,
             "settings": _jsonable(self.settings),

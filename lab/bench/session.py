@@ -49,6 +49,10 @@ class BenchConfig:
     oracle_window_s: float = 30.0
     limits: TnrLimits = field(default_factory=lambda: BENCH_LIMITS)
     evidence_token_budget: int = 24_000
+    #: The metric convention the lab's telemetry is read in, and the built-in signal profile
+    #: Stratus reads it with (`lab.sim.conventions.CONVENTIONS`); the alert rules stay in the
+    #: lab's names.
+    signals: str = "lab"
 
 
 class Session:
@@ -86,7 +90,12 @@ class Session:
         kubeconfig = workdir / "kubeconfig"
         world = LabWorld(
             WorldConfig(
-                apps=(app,), seed=config.seed, stepped=True, serve_api=True, kubeconfig=kubeconfig
+                apps=(app,),
+                seed=config.seed,
+                stepped=True,
+                serve_api=True,
+                kubeconfig=kubeconfig,
+                signals=config.signals,
             )
         ).start()
         cluster: KubernetesCluster | None = None

@@ -133,6 +133,9 @@ class MetricStore:
         self._times: array[float] = array("d")
         self._offset = 0  # global index of _times[0]
         self._columns: dict[SeriesKey, _Column] = {}
+        #: Bumped whenever a series enters or leaves the history, so a view of the store in
+        #: another convention (`lab.sim.convention_view`) knows when to map keys again.
+        self.generation = 0
 
     # ------------------------------------------------------------------ live values
 
@@ -187,6 +190,7 @@ class MetricStore:
                 col = self._columns.get(key)
                 if col is None:
                     self._columns[key] = _Column(start=index, values=array("d", [value]))
+                    self.generation += 1
                     continue
                 gap = index - (col.start + len(col.values))
                 if gap > 0:
@@ -205,6 +209,7 @@ class MetricStore:
                 continue
             if cut >= len(col.values):
                 del self._columns[key]
+                self.generation += 1
                 continue
             del col.values[:cut]
             col.start = self._offset
@@ -216,6 +221,11 @@ class MetricStore:
     def keys(self, name: str) -> list[SeriesKey]:
         with self.lock:
             return [k for k in self._columns if k[0] == name]
+
+    def all_keys(self) -> list[SeriesKey]:
+        """Every series in the history."""
+        with self.lock:
+            return list(self._columns)
 
     def samples(self, key: SeriesKey, t0: float, t1: float) -> list[tuple[float, float]]:
         """The scraped (t, value) points of a series with t0 ≤ t ≤ t1, stale points left out."""

@@ -21,9 +21,10 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from agents.errors import QueryError
-from lab.sim.metrics import MetricStore
+from lab.sim.metrics import SeriesKey
 
 LOOKBACK_S = 300.0
 
@@ -58,6 +59,19 @@ class Range:
 Value = float | Vector | Range
 
 
+class History(Protocol):
+    """What the evaluator reads: `MetricStore`, or a view of it in another metric convention
+    (`lab.sim.convention_view.ConventionView`)."""
+
+    def names(self) -> set[str]: ...
+
+    def keys(self, name: str) -> list[SeriesKey]: ...
+
+    def samples(self, key: SeriesKey, t0: float, t1: float) -> list[tuple[float, float]]: ...
+
+    def latest(self, key: SeriesKey, t: float, lookback_s: float) -> float | None: ...
+
+
 class _Parser:
     def __init__(self, query: str) -> None:
         self.query = query
@@ -89,7 +103,7 @@ class _Parser:
 
 
 class Evaluator:
-    def __init__(self, store: MetricStore) -> None:
+    def __init__(self, store: History) -> None:
         self.store = store
 
     def evaluate(self, query: str, at: float) -> float | Vector:

@@ -54,7 +54,9 @@ class WorldConfig:
     name: str = "lab"
     serve_api: bool = False  # HTTP API on 127.0.0.1:0 (for kubectl and the official client)
     serve_metrics: bool = False  # /metrics on 127.0.0.1:0 (for a real Prometheus)
-    #: The metric convention `/metrics` speaks (`lab.sim.conventions.CONVENTIONS`).
+    #: The metric convention `/metrics` speaks (`lab.sim.conventions.CONVENTIONS`), and the
+    #: built-in signal profile of that name through which `world.metrics` (and the alerts'
+    #: `SimMetrics`) read the golden signals, so in-process reads match a real Prometheus.
     signals: str = "lab"
     kubeconfig: Path | None = None  # written when the API is served
     scrape_interval_s: float = 5.0
@@ -85,7 +87,7 @@ class LabWorld:
             nodes=config.nodes,
         )
         self.sim.attach(self.cluster.api, version=self.cluster.resource_version)
-        self.metrics = SimMetrics(self.sim.store, now=self.clock.now)
+        self.metrics = SimMetrics(self.sim.store, now=self.clock.now, signals=config.signals)
         self.api_url: str | None = None
         self.metrics_url: str | None = None
         self.kubeconfig_path: Path | None = None
