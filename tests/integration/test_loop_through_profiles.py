@@ -31,14 +31,13 @@ windows), which the next case's bot would take for a new incident.
 from __future__ import annotations
 
 import subprocess
-import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -57,9 +56,7 @@ from lab.faults import fault
 from lab.sim.world import LabWorld, WorldConfig
 from lab.slack import SlackWorkspace, WorkspaceConfig
 from tests.conftest import require_binary
-from tests.integration.conftest import _start, _stop, free_port, http_json
-
-T = TypeVar("T")
+from tests.integration.conftest import _start, _stop, free_port, http_json, wait_until
 
 HOTEL = "hotel-reservation"
 ALICE = "U0ALICE01"  # in @sre-approvers
@@ -117,17 +114,6 @@ call_graph: >-
 caller_label: source_workload
 peer_label: destination_workload
 """
-
-
-def wait(what: str, check: Callable[[], T | None], timeout_s: float) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(0.25)
 
 
 @dataclass
@@ -233,7 +219,11 @@ def loop_lab(
         url, proc = _prometheus(home, urllib.parse.urlsplit(world.metrics_url).netloc, relabel)
         procs.append(proc)
         world.wait_healthy(timeout_s=120)
-        wait(f"Prometheus's first scrape of {probe}", lambda: _has_series(url, probe), 60)
+        wait_until(
+            lambda: _has_series(url, probe),
+            timeout_s=60,
+            what=f"Prometheus's first scrape of {probe}",
+        )
         attach_alerts(world, webhook=forwarder, route=Route(group_wait_s=1, group_interval_s=5))
         (home / "policy.yaml").write_text(POLICY)
         cfg = ws.config
@@ -263,7 +253,11 @@ def loop_lab(
         forwarder.url = runtime.webhook_url
         # The change journal's baseline, before anything breaks: the fix's value comes from it.
         journal = runtime.services.store.journal
-        wait("the journal's baseline", lambda: journal.query("lab", HOTEL, kind="Service"), 30)
+        wait_until(
+            lambda: journal.query("lab", HOTEL, kind="Service"),
+            timeout_s=30,
+            what="the journal's baseline",
+        )
         yield Loop(world=world, ws=ws, runtime=runtime, prometheus_url=url)
     finally:
         if runtime is not None:
@@ -292,7 +286,9 @@ def inject_and_approve(loop: Loop) -> str:
     before = target_port(loop.world)
     fault(FAULT).inject(loop.world, app=HOTEL, target=TARGET)
     assert target_port(loop.world) != before, "the fault changed nothing"
-    incident_id = wait("an incident", lambda: next(iter(loop.incident_ids()), None), 120)
+    incident_id: str = wait_until(
+        lambda: next(iter(loop.incident_ids()), None), timeout_s=120, what="an incident"
+    )
     machine = loop.runtime.services.brain.machine
 
     def plan_or_end() -> tuple[str, str] | bool | None:
@@ -300,7 +296,7 @@ def inject_and_approve(loop: Loop) -> str:
             return True  # ended without asking: the assertions below say how
         return loop.plan_message(incident_id)
 
-    found = wait("the plan's Approve button", plan_or_end, 120)
+    found = wait_until(plan_or_end, timeout_s=120, what="the plan's Approve button")
     if isinstance(found, tuple):
         channel, ts = found
         loop.ws.click(ALICE, channel, ts, ActionId.APPROVE)
@@ -309,10 +305,10 @@ def inject_and_approve(loop: Loop) -> str:
 
 def assert_healed(loop: Loop, incident_id: str, fixed_port: object) -> None:
     machine = loop.runtime.services.brain.machine
-    wait(
-        f"{incident_id} to close",
+    wait_until(
         lambda: machine.incident(incident_id).state is IncidentState.CLOSED,
-        180,
+        timeout_s=180,
+        what=f"{incident_id} to close",
     )
     context = story(loop, incident_id)
     txs = machine.transactions(incident_id)
@@ -378,7 +374,9 @@ def test_a_profile_that_reads_nothing_never_measures_healthy(tmp_path: Path) -> 
         probe="istio_requests_total",
     ) as loop:
         broken = fault(FAULT).inject(loop.world, app=HOTEL, target=TARGET)
-        incident_id = wait("an incident", lambda: next(iter(loop.incident_ids()), None), 120)
+        incident_id = wait_until(
+            lambda: next(iter(loop.incident_ids()), None), timeout_s=120, what="an incident"
+        )
         machine = loop.runtime.services.brain.machine
         # Past diagnosis and planning: the first place it could wrongly end is the
         # "Transient: symptoms cleared" check at planning, which measures μ.
@@ -388,10 +386,10 @@ def test_a_profile_that_reads_nothing_never_measures_healthy(tmp_path: Path) -> 
             IncidentState.RESOLVED,
             IncidentState.CLOSED,
         )
-        wait(
-            f"{incident_id} to reach a plan or an end",
+        wait_until(
             lambda: machine.incident(incident_id).state in settled,
-            120,
+            timeout_s=120,
+            what=f"{incident_id} to reach a plan or an end",
         )
         context = story(loop, incident_id)
         assert target_port(loop.world) == broken.params["port"], "the fault is still in place"
