@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -14,6 +13,7 @@ from typing import Any
 from bot.ids import ActionId
 from tests.bot.scenario.conftest import MakeLab
 from tests.bot.scenario.harness import HOTEL, WEBHOOK_TOKEN, BotLab
+from tests.support.faultproxy import SqliteLock
 
 
 def alertmanager_payload(
@@ -63,6 +63,7 @@ def call(
     headers: Mapping[str, str] | None = None,
     *,
     url: str | None = None,
+    timeout: float = 10,
 ) -> tuple[int, bytes]:
     request = urllib.request.Request(
         url or f"{lab.runtime.http_url}{path}",
@@ -71,18 +72,22 @@ def call(
         headers={"Content-Type": "application/json", **(headers or {})},
     )
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
 
 
 def post_alerts(
-    lab: BotLab, payload: Any, authorization: str | None = f"Bearer {WEBHOOK_TOKEN}"
+    lab: BotLab,
+    payload: Any,
+    authorization: str | None = f"Bearer {WEBHOOK_TOKEN}",
+    *,
+    timeout: float = 10,
 ) -> tuple[int, dict[str, Any]]:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     headers = {"Authorization": authorization} if authorization is not None else {}
-    status, body = call(lab, "POST", "", raw, headers, url=lab.runtime.webhook_url)
+    status, body = call(lab, "POST", "", raw, headers, url=lab.runtime.webhook_url, timeout=timeout)
     return status, json.loads(body)
 
 
@@ -128,31 +133,29 @@ def test_webhook_health_readiness_and_metrics(make_lab: MakeLab) -> None:
 
 
 def test_storage_down_is_503_for_the_webhook_and_readiness(make_lab: MakeLab) -> None:
+    """The database not taking writes (another connection holds `BEGIN EXCLUSIVE`, as a
+    primary that lost its disk or a failover in progress). Holding a lock is deterministic;
+    deleting the file was not: a connection opened just before the unlink kept writing to the
+    deleted file, and the webhook answered 200."""
     lab = make_lab()
     database = lab.tmp / "stratus.db"
     assert database.exists()
-    lab.services.store.close()
-    # The scheduler's job store has its own engine and may reopen (so recreate) the file
-    # between the unlink and the mkdir: retry until the directory wins the race.
-    for _ in range(100):
-        for suffix in ("", "-wal", "-shm"):
-            database.with_name(database.name + suffix).unlink(missing_ok=True)
-        try:
-            database.mkdir()  # nothing can open it as a database now
-            break
-        except FileExistsError:
-            continue
-    assert database.is_dir()
+    lock = SqliteLock(database)
+    lock.hold()
     try:
-        status, answer = post_alerts(lab, alertmanager_payload(HOTEL, starts_at=started(lab)))
-        assert status == 503 and answer["error"].startswith("storage unavailable")
+        # A write waits out SQLite's busy timeout (15 s) before it gives up.
+        payload = alertmanager_payload(HOTEL, starts_at=started(lab))
+        status, answer = post_alerts(lab, payload, timeout=60)
+        assert status == 503 and answer["error"].startswith("storage unavailable"), answer
         status, body = call(lab, "GET", "/readyz")
         answer = json.loads(body)
         assert status == 503 and answer["checks"]["database"] is False
         assert answer["reasons"]["database"].startswith("database write failed")
         assert call(lab, "GET", "/healthz")[0] == 200
     finally:
-        shutil.rmtree(database)
+        lock.release()
+    status, body = call(lab, "GET", "/readyz")  # the lock gone, ready again
+    assert status == 200, body
 
 
 def test_a_failing_click_is_answered_with_one_sentence(make_lab: MakeLab) -> None:
