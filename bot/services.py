@@ -105,6 +105,9 @@ class Options:
     slack_post_interval_s: float = 1.0
     slack_update_interval_s: float = 1.0
     holder: str | None = None  # the writer-lock holder name (default: host and pid)
+    #: Seconds Bolt waits for a listener's ack() (Slack allows 3). Only a harness whose
+    #: workspace waits longer raises it, so a starved CI thread does not lose a click.
+    ack_timeout_s: int = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,6 +43,7 @@ from lab.sim.world import LabWorld, WorldConfig
 from lab.slack import SlackWorkspace, WorkspaceConfig
 from tests.bot.scenario.harness import (
     ACK_TIMEOUT_S,
+    BOLT_ACK_TIMEOUT_S,
     HOTEL,
     POLICY,
     ROUTE,
@@ -212,7 +213,11 @@ def outage_lab(tmp: Path, *, seed: int = 5) -> Iterator[tuple[BotLab, Switch]]:
         )
         metrics = SwitchableMetrics(alerts.metrics)
         options = Options(
-            clock=world.clock, metrics_source=metrics, limits=LIMITS, housekeeping_interval_s=1.0
+            clock=world.clock,
+            metrics_source=metrics,
+            limits=LIMITS,
+            housekeeping_interval_s=1.0,
+            ack_timeout_s=BOLT_ACK_TIMEOUT_S,
         )
         lab = BotLab(
             ws=ws,

@@ -42,6 +42,9 @@ LIMITS = TnrLimits(
 )
 ROUTE = Route(group_wait_s=5, group_interval_s=30)
 ACK_TIMEOUT_S = 15.0
+#: Bolt's own wait for a listener's ack(): without it Bolt gives up at Slack's 3 s and never
+#: acks, so the workspace's longer wait above would not help a starved thread.
+BOLT_ACK_TIMEOUT_S = 12
 #: The bot's STRATUS_WEBHOOK_TOKEN in these tests; the forwarder sends it as Alertmanager would.
 WEBHOOK_TOKEN = "test-webhook-token"
 
@@ -310,6 +313,7 @@ def bot_lab(
             metrics_source=alerts.metrics,
             limits=LIMITS,
             housekeeping_interval_s=housekeeping_s,
+            ack_timeout_s=BOLT_ACK_TIMEOUT_S,
         )
         lab = BotLab(
             ws=ws,
