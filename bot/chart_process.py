@@ -56,6 +56,10 @@ from bot.errors import ChartFailed
 DEFAULT_TIMEOUT_S = 30.0
 
 
+class _Gone(ChartFailed):
+    """The child closed its end: it exited (or was killed) before answering."""
+
+
 class ChartRenderer(Protocol):
     """Draws the bot's charts as PNG bytes. Raises `ChartFailed` when a chart is not drawn."""
 
@@ -113,7 +117,7 @@ class ChartProcess:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         command: Sequence[str] | None = None,
     ) -> None:
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s  #: per chart, the child's start included
         self._command = list(command or (sys.executable, "-m", "bot.chart_worker"))
         self._lock = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
@@ -144,15 +148,11 @@ class ChartProcess:
             self._stop(gently=True)
 
     def _render(self, request: bytes) -> bytes:
-        deadline = time.monotonic() + self._timeout_s
-        if not self._lock.acquire(timeout=self._timeout_s):
-            raise ChartFailed(f"the chart worker stayed busy for {self._timeout_s:g} s")
+        deadline = time.monotonic() + self.timeout_s
+        if not self._lock.acquire(timeout=self.timeout_s):
+            raise ChartFailed(f"the chart worker stayed busy for {self.timeout_s:g} s")
         try:
-            try:
-                answer = self._exchange(self._running(), frame(request), deadline)
-            except (OSError, WireError, ChartFailed) as e:
-                self._stop(gently=False)  # a broken or late child: the next chart starts anew
-                raise ChartFailed(f"chart not drawn: {e}") from e
+            answer = self._attempt(frame(request), deadline)
         finally:
             self._lock.release()
         status, body = answer[:1], answer[1:]
@@ -161,6 +161,25 @@ class ChartProcess:
         if status == FAILED:
             raise ChartFailed(f"chart not drawn: {body.decode(errors='replace')}")
         raise ChartFailed("chart not drawn: the worker answered nonsense")
+
+    def _attempt(self, request: bytes, deadline: float) -> bytes:
+        """One exchange; a second with a new child when the reused one turns out to have died
+        since the last chart (killed, out of memory) before it read this request."""
+        reused = self._child is not None and self._child.poll() is None
+        try:
+            return self._exchange(self._running(), request, deadline)
+        except _Gone as e:
+            self._stop(gently=False)
+            if not reused:
+                raise ChartFailed(f"chart not drawn: {e}") from e
+        except (OSError, WireError, ChartFailed) as e:
+            self._stop(gently=False)  # a broken or late child: the next chart starts anew
+            raise ChartFailed(f"chart not drawn: {e}") from e
+        try:
+            return self._exchange(self._running(), request, deadline)
+        except (OSError, WireError, ChartFailed) as e:
+            self._stop(gently=False)
+            raise ChartFailed(f"chart not drawn: {e}") from e
 
     def _running(self) -> subprocess.Popen[bytes]:
         if self._child is not None and self._child.poll() is None:
@@ -201,12 +220,14 @@ class ChartProcess:
                             pending = pending[os.write(out, pending) :]
                         except BlockingIOError:
                             continue
+                        except (BrokenPipeError, ConnectionResetError) as e:
+                            raise _Gone("the chart worker exited") from e
                         if not pending:
                             selector.unregister(out)
                     else:
                         chunk = os.read(into, 1 << 16)
                         if not chunk:
-                            raise ChartFailed("the chart worker exited")
+                            raise _Gone("the chart worker exited")
                         received += chunk
                 if needed is None and len(received) >= HEADER_SIZE:
                     needed = HEADER_SIZE + frame_length(bytes(received[:HEADER_SIZE]))
