@@ -142,8 +142,9 @@ class ChartProcess:
         return self._render(digest_request(rows, title=title))
 
     def close(self) -> None:
-        """End the child and reap it. Idempotent; a chart asked for afterwards starts a new
-        child (a straggling lane must not fail because the bot is shutting down)."""
+        """End the child and reap it, after the chart in progress if any (at most its
+        deadline). Idempotent; a chart asked for afterwards starts a new child (a straggling
+        lane must not fail because the bot is shutting down)."""
         with self._lock:
             self._stop(gently=True)
 
