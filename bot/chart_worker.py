@@ -180,5 +180,5 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover - `python -m bot.chart_worker`, in the child
     sys.exit(main())
