@@ -4,7 +4,9 @@ Slack shows images, not plots, so every chart is PNG bytes ready for `files_uplo
 drawn on a `Figure` with the Agg canvas directly, never through `pyplot`: pyplot keeps global
 state (a current figure, a backend chosen at import) that is neither thread-safe nor wanted in
 a bot that renders from Bolt's worker threads and the scheduler at once. matplotlib is imported
-inside the functions so that `stratus --help` and modules that never draw stay fast.
+inside the functions so that `stratus --help` and modules that never draw stay fast — and so
+that the bot, which asks for charts through `bot.chart_process`, never loads it: these
+functions run in the chart worker's child process (`bot.chart_worker`), or in-process in tests.
 
 The output is deterministic for the same input — fixed size and DPI, fixed style, no
 timestamp or software name in the PNG metadata — so a chart can be compared across runs.

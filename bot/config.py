@@ -459,6 +459,31 @@ def environment() -> dict[str, str]:
     return merged
 
 
+#: What a helper process (the chart worker) may see of the environment: where Python and its
+#: packages are, the locale and time zone, and writable cache directories. Never a token.
+_CHILD_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV",
+    "MPLCONFIGDIR",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+)
+
+
+def child_environment() -> dict[str, str]:
+    """The environment for a helper process: the few variables it needs, none of the bot's
+    settings (tokens, database URL, API keys)."""
+    return {name: os.environ[name] for name in _CHILD_ENVIRONMENT if name in os.environ}
+
+
 def check_deadlines(
     kube: CallDeadline, prometheus: CallDeadline, lease_s: float, *, lease_name: str
 ) -> None:

@@ -38,6 +38,11 @@ class StartupError(BotError):
     """The bot cannot start (missing token, unreachable database...). One line for the CLI."""
 
 
+class ChartFailed(BotError):
+    """A chart was not drawn: the chart worker refused the input, died, or did not answer in
+    time. The message it belongs to goes out without it."""
+
+
 def user_message(error: BaseException, incident_id: str | None = None) -> str:
     """One sentence for the person whose click or command failed."""
     about = f" (incident {incident_id})" if incident_id else ""

@@ -32,6 +32,7 @@ from agents.policy import Policy
 from agents.ports import Clock, MetricsSource
 from agents.tnr import Progress
 from agents.tnr.records import TransactionRecord
+from bot.errors import ChartFailed
 from bot.ids import MessageKind
 from bot.render import (
     Message,
@@ -334,7 +335,8 @@ def _current(plans: list[Plan]) -> Plan | None:
 def signal_chart(metrics: MetricsSource, clock: Clock) -> DiagnosisChart:
     """The diagnosis chart: error ratio and p99 latency of the root-cause service and of the
     service the alerts point at, from 15 minutes before detection, with detection marked."""
-    from bot.charts import Marker, MarkerKind, render_signal_chart
+    from bot.chart_process import charts
+    from bot.charts import Marker, MarkerKind
 
     def draw(incident: Incident, diagnosis: Diagnosis) -> bytes | None:
         services = list(
@@ -355,11 +357,17 @@ def signal_chart(metrics: MetricsSource, clock: Clock) -> DiagnosisChart:
             return None
         if not any(s.points for s in series):
             return None
-        return render_signal_chart(
-            series,
-            title=f"{incident.id}: error ratio",
-            markers=[Marker(at=incident.opened_at, label="detected", kind=MarkerKind.DETECTION)],
-            unit="error ratio",
-        )
+        try:
+            return charts().signal_chart(
+                series,
+                title=f"{incident.id}: error ratio",
+                markers=[
+                    Marker(at=incident.opened_at, label="detected", kind=MarkerKind.DETECTION)
+                ],
+                unit="error ratio",
+            )
+        except ChartFailed as e:
+            logger.warning("incident %s: no chart: %s", incident.id, e)
+            return None
 
     return draw

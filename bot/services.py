@@ -66,6 +66,7 @@ from agents.tnr import TnrLimits, TransactionEngine
 from agents.tnr.ledger import StorageLedger
 from agents.wiring import Brain, build_brain
 from bot.channels import IncidentChannels
+from bot.chart_process import close_charts
 from bot.config import Settings, SettingsError, SlackMode, check_deadlines
 from bot.directory import Directory
 from bot.errors import SlackCallFailed, StartupError
@@ -209,6 +210,7 @@ class Services:
         self.slack.close()
         self.slack_lanes.close(timeout_s=2.0)
         self.work.close(timeout_s=10.0)
+        close_charts()  # the chart worker, if a chart started one; reaped
         self.cluster.close()
         close = getattr(self.metrics_source, "close", None)
         if callable(close):

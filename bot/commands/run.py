@@ -24,7 +24,7 @@ from agents.model import (
     IncidentState,
     Series,
 )
-from bot.charts import render_signal_chart
+from bot.chart_process import charts
 from bot.commands import reads
 from bot.commands.context import CommandContext, DetectionHook
 from bot.commands.parse import (
@@ -53,6 +53,7 @@ from bot.commands.render import (
     render_usage,
     render_working,
 )
+from bot.errors import ChartFailed
 from bot.render.blocks import Message
 from storage import NotFound
 
@@ -317,5 +318,9 @@ class CommandRunner:
         if not any(s.points for s in series):
             return None
         title = f"Error ratio in {namespace}, last {int(CHART_WINDOW.total_seconds() // 60)} min"
-        png = render_signal_chart(series, title=title, unit="error ratio")
+        try:
+            png = charts().signal_chart(series, title=title, unit="error ratio")
+        except ChartFailed as e:
+            logger.warning("no chart for the diagnosis of %s: %s", namespace, e)
+            return None
         return Chart(png=png, title=title, filename=f"diagnosis-{namespace}.png")

@@ -16,9 +16,10 @@ from datetime import datetime, timedelta
 from slack_sdk import WebClient
 
 from agents.ports import Clock
-from bot.charts import render_digest_chart
+from bot.chart_process import charts
 from bot.digest.content import Digest, compute_digest
 from bot.digest.render import digest_figures, digest_title, render_digest
+from bot.errors import ChartFailed
 from storage import Store
 from storage.tables import AuditRow
 
@@ -127,7 +128,11 @@ class DigestPoster:
         figures = digest_figures(digest)
         if not figures:
             return None  # nothing happened: a chart of empty bars says nothing the text does not
-        png = render_digest_chart(figures, title=digest_title(digest))
+        try:
+            png = charts().digest_chart(figures, title=digest_title(digest))
+        except ChartFailed as e:
+            logger.warning("digest for %s posted without its chart: %s", channel_id, e)
+            return None
         uploaded = self._client.files_upload_v2(
             channel=channel_id,
             thread_ts=ts,

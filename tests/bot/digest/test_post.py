@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from slack_sdk import WebClient
 
+from bot.chart_process import ChartProcess, use_charts
 from bot.digest import (
     DigestPoster,
     job_id,
@@ -191,3 +193,22 @@ def test_the_running_bot_schedules_and_posts_its_configured_digests(tmp_path: Pa
         run_digest_job("incidents")  # what the scheduler runs at 09:00
         [message] = bot.ws.messages("incidents")
         assert message["text"].startswith("Stratus digest: 0 incidents opened")
+
+
+def test_a_chart_that_fails_leaves_the_digest_posted_without_it(
+    poster: DigestPoster, workspace: SlackWorkspace, seeded: Store
+) -> None:
+    # A chart worker that exits at once: every chart fails, as a crashed matplotlib would.
+    failing = ChartProcess(timeout_s=120.0, command=[sys.executable, "-c", "pass"])
+    previous = use_charts(failing)
+    try:
+        posted = poster.post("#team-sre")
+    finally:
+        use_charts(previous)
+        failing.close()
+    assert posted.chart_file_id is None
+    [message] = workspace.messages("team-sre")
+    assert message["ts"] == posted.ts
+    assert workspace.messages("team-sre", thread_ts=posted.ts) == [message]  # no chart reply
+    [record] = seeded.audit.query(verb="digest")
+    assert record.detail["chart"] is None
