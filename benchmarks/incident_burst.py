@@ -44,6 +44,7 @@ from urllib.parse import parse_qs, urlparse
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agents.adapters.signal_profiles import PROFILES  # noqa: E402
 from bot.doctor import SLACK_BOT_SCOPES  # noqa: E402
 from lab.clock import LabClock  # noqa: E402
 from lab.kube.bootstrap import NodeSpec  # noqa: E402
@@ -60,12 +61,14 @@ GOOD_IMAGE = "lab/app:1.0"
 BAD_IMAGE = "lab/missing:1.0"  # a repository the lab registry lacks
 STRATUS = ROOT / ".venv" / "bin" / "stratus"
 BURST_TIMEOUT_S = 300.0
+PROFILE = "lab"  # the signal profile the chart stand-in answers for
 
 
 class _ChartSource(BaseHTTPRequestHandler):
     """A stand-in Prometheus that only draws charts: every range query answers one rising
-    series (so the diagnosis chart is rendered, as with a real Prometheus), every instant
-    query and label lookup answers nothing (the signals are unknown, as without one)."""
+    series (so the diagnosis chart is rendered, as with a real Prometheus), the metric names
+    are those the `lab` signal profile is identified by, and every instant query answers
+    nothing."""
 
     def do_GET(self) -> None:
         url = urlparse(self.path)
@@ -86,6 +89,8 @@ class _ChartSource(BaseHTTPRequestHandler):
             data = {"resultType": "matrix", "result": [{"metric": {}, "values": values}]}
         elif path.endswith("/query"):
             data = {"resultType": "vector", "result": []}
+        elif path.endswith("/label/__name__/values"):
+            data = sorted(PROFILES[PROFILE].identify)  # what the bot checks the profile by
         else:
             data = []
         body = json.dumps({"status": "success", "data": data}).encode()
@@ -256,7 +261,7 @@ def bot_env(
     )
     if prometheus is not None:
         env["STRATUS_PROMETHEUS_URL"] = prometheus
-        env["STRATUS_SIGNAL_PROFILE"] = "lab"
+        env["STRATUS_SIGNAL_PROFILE"] = PROFILE
     if source is not None:  # the bot's code from another checkout (a before/after run)
         env["PYTHONPATH"] = str(source)
     return env
@@ -345,7 +350,11 @@ def measure(
                                 for i, (kind, ts) in enumerate(timeline(db, first.incident_id))
                             }
                         )
-                    timings["files uploaded (charts)"] = float(len(ws.files()))
+                    names = [str(f.get("name", "")) for f in ws.files()]
+                    timings["files uploaded"] = float(len(names))
+                    timings["of which diagnosis charts"] = float(
+                        sum(n.endswith("-signals.png") for n in names)
+                    )
                 finally:
                     bot.send_signal(signal.SIGTERM)
                     try:
@@ -354,7 +363,11 @@ def measure(
                         bot.kill()
                         bot.wait()
                     log.close()
-                    tail = (home / "bot.log").read_text().splitlines()[-15:]
+                    logged = (home / "bot.log").read_text().splitlines()
+                    tail = logged[-15:]
+                    warned = [x for x in logged if "WARNING" in x or "ERROR" in x]
+                    for line in warned[3:13]:  # past the start-up notes
+                        print(f"bot log: {line[:300]}", flush=True)
                     if bot.returncode not in (0, -signal.SIGTERM):
                         print("\n".join(tail), flush=True)
             if prom is not None:
