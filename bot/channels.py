@@ -4,8 +4,13 @@ Channel mode (the default) creates `#inc-<date>-<slug>` (from the incident id, s
 lowercase, ≤ 80 characters; renamed after the root-cause service once the diagnosis names
 one, since the id's slug is the symptom the alerts pointed at), sets its topic, invites the
 responders — every approver of the namespace, user groups resolved to their members — posts
-and pins the summary, and announces the incident in the incidents channel. Thread mode posts
-the summary in the incidents channel and keeps everything else in its thread.
+and pins the summary; the notifier then announces the incident in the incidents channel
+(`announce`, in a lane of its own: twenty incidents at once share that channel's one post a
+second, and the incidents' own messages must not queue behind it). Thread mode posts the
+summary in the incidents channel and keeps everything else in its thread.
+
+Everything here runs on the shared Slack lanes, so posts pass `wait=False`: a busy channel
+slot raises `SlotBusy` before anything is posted, and the lane runs the step again later.
 
 The summary's reference in `slack_messages` (kind `summary`) is where the incident's channel
 and thread are remembered, so a restarted bot finds them.
@@ -123,14 +128,16 @@ class IncidentChannels:
             return channel
 
     def open(self, incident: Incident, summary: Message) -> Location:
-        """Create the incident's home in Slack and post its pinned summary."""
+        """Create the incident's home in Slack and post its pinned summary (`SlotBusy` if the
+        channel's slot is not free: nothing posted, call again). In channel mode the caller
+        then `announce`s it."""
         if self._settings.channel_mode is ChannelMode.THREAD:
             channel = self.incidents_channel()
-            posted = self._slack.post(channel, summary)
+            posted = self._slack.post(channel, summary, wait=False)
             location = Location(channel=posted.channel, thread_ts=posted.ts, summary_ts=posted.ts)
         else:
             channel = self._create_channel(incident)
-            posted = self._slack.post(channel, summary)
+            posted = self._slack.post(channel, summary, wait=False)
             location = Location(channel=posted.channel, thread_ts=None, summary_ts=posted.ts)
         self.remember(incident.id, MessageKind.SUMMARY, incident.id, location, posted.ts)
         try:
@@ -139,8 +146,12 @@ class IncidentChannels:
             logger.warning("incident %s: cannot pin the summary: %s", incident.id, e.error)
         if self._settings.channel_mode is ChannelMode.CHANNEL:
             self._invite_responders(incident, location.channel)
-            self._announce(incident, location.channel)
         return location
+
+    @property
+    def announces(self) -> bool:
+        """Whether a new incident is announced in the incidents channel (channel mode)."""
+        return self._settings.channel_mode is ChannelMode.CHANNEL
 
     def follow_root_cause(self, incident: Incident, service: str) -> None:
         """Name the incident's channel after its diagnosed root cause, not the symptom the
@@ -234,10 +245,12 @@ class IncidentChannels:
         except SlackCallFailed as e:
             logger.warning("incident %s: cannot invite responders: %s", incident.id, e.error)
 
-    def _announce(self, incident: Incident, channel: str) -> None:
+    def announce(self, incident: Incident, channel: str) -> None:
+        """Say in the incidents channel that `incident` opened in `channel` (`SlotBusy` if
+        that channel's slot is not free: nothing posted, call again; a failure is logged)."""
         try:
             where = self.incidents_channel()
-            posted = self._slack.post(where, render_announce(incident, channel))
+            posted = self._slack.post(where, render_announce(incident, channel), wait=False)
         except SlackCallFailed as e:
             logger.warning("incident %s: cannot announce it: %s", incident.id, e.error)
             return

@@ -34,6 +34,25 @@ class SlackCallFailed(BotError):
         self.error = error
 
 
+class RunLater(BotError):
+    """A task on a `Lanes` lane is not ready yet: its worker goes back to the pool and the
+    task runs again, first in its lane, in `delay_s` seconds. The task must be safe to run
+    again from the start (it raised before doing what it was for)."""
+
+    def __init__(self, why: str, delay_s: float) -> None:
+        super().__init__(f"{why}; again in {delay_s:.3f}s")
+        self.delay_s = delay_s
+
+
+class SlotBusy(RunLater):
+    """A Slack call asked not to wait (`wait=False`) and its pacing slot (`key`: a channel,
+    or a channel and a message) is not free for `delay_s` seconds. Nothing was sent."""
+
+    def __init__(self, key: str, delay_s: float) -> None:
+        super().__init__(f"Slack slot of {key} busy", delay_s)
+        self.key = key
+
+
 class StartupError(BotError):
     """The bot cannot start (missing token, unreachable database...). One line for the CLI."""
 

@@ -12,6 +12,12 @@ should show — computed from storage by `IncidentMessages` — with the message
   file or chart that fails after it does not fail the post (`SlackIO.attach` queues it);
 * progress is coalesced: while a sync waits for a message's update slot, later progress
   events only mark the incident for one more sync, which renders the latest state;
+* no sync sleeps: everything is sent with `wait=False`. A post whose channel slot is busy
+  raises `SlotBusy` out of the sync, and the lane runs the sync again (first in its lane)
+  when the slot is free, giving the worker to other incidents meanwhile. An update whose
+  message slot is busy is skipped, the rest of the sync goes on, and the sync runs again
+  when the earliest skipped slot is free. The announcement of a new incident in the shared
+  incidents channel has a lane of its own, so no incident's messages wait behind it;
 * a restart re-syncs each open incident and finds its channel and messages in storage.
 """
 
@@ -32,11 +38,11 @@ from agents.incident.events import (
     TransactionProgress,
     Undone,
 )
-from agents.model import IncidentState
+from agents.model import Incident, IncidentState
 from agents.ports import Clock
 from agents.tnr import Progress
 from bot.channels import IncidentChannels, Location
-from bot.errors import SlackCallFailed
+from bot.errors import SlackCallFailed, SlotBusy
 from bot.ids import MessageKind
 from bot.messages import IncidentMessages, Wanted
 from bot.metrics import BotMetrics
@@ -46,6 +52,9 @@ from bot.workers import Lanes, Origin
 from storage import StorageError, Store
 
 logger = logging.getLogger(__name__)
+
+#: The lane of the announcements in the incidents channel (one channel, so one lane).
+ANNOUNCE_LANE = "announce"
 
 
 def _digest(message: Message) -> str:
@@ -177,6 +186,8 @@ class SlackNotifier:
             summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
             location = self._channels.open(incident, summary.message)
             self._remember_digest(summary.key, summary.message)
+            if self._channels.announces:
+                self._announce_later(incident, location.channel)
         diagnosis = next((w for w in wanted if w.kind is MessageKind.DIAGNOSIS), None)
         if diagnosis is not None:
             self._channels.follow_root_cause(incident, self._messages.root_cause(incident))
@@ -184,17 +195,27 @@ class SlackNotifier:
             (r.kind, r.ref or ""): r
             for r in self._store.slack_messages.find(incident_id=incident_id)
         }
+        busy: list[SlotBusy] = []  # updates skipped for their slot
         for item in wanted:
             row = existing.get(item.key)
             if row is None:
                 self._post(incident_id, item, location)
             elif item.updatable and self._changed(item.key, item.message):
-                self._slack.update(row.channel, row.ts, item.message)
+                try:
+                    self._slack.update(row.channel, row.ts, item.message, wait=False)
+                except SlotBusy as e:
+                    busy.append(e)
+                    continue
                 self._store.slack_messages.update(row.channel, row.ts, at=self._clock.now())
                 self._remember_digest(item.key, item.message)
+        self._slack.send_files(location.channel)
+        if busy:
+            raise min(busy, key=lambda e: e.delay_s)
 
     def _post(self, incident_id: str, item: Wanted, location: Location) -> None:
-        posted = self._slack.post(location.channel, item.message, thread_ts=location.thread_ts)
+        posted = self._slack.post(
+            location.channel, item.message, thread_ts=location.thread_ts, wait=False
+        )
         self._channels.remember(incident_id, item.kind, item.ref, location, posted.ts)
         self._remember_digest(item.key, item.message)
         if item.chart is not None:
@@ -208,6 +229,7 @@ class SlackNotifier:
                         filename=f"{incident_id}-signals.png", title="Affected signals", content=png
                     ),
                     thread_ts=location.thread_ts,
+                    wait=False,
                 )
 
     def _changed(self, key: tuple[str, str], message: Message) -> bool:
@@ -226,7 +248,9 @@ class SlackNotifier:
                 return  # the incident's first sync shows its alerts
             message = render_alerts_updated(event)
             try:
-                posted = self._slack.post(location.channel, message, thread_ts=location.thread_ts)
+                posted = self._slack.post(
+                    location.channel, message, thread_ts=location.thread_ts, wait=False
+                )
             except SlackCallFailed as e:
                 logger.warning("incident %s: alert update not posted: %s", event.incident_id, e)
                 return
@@ -242,6 +266,13 @@ class SlackNotifier:
             event.incident_id,
             run,
             Origin(what=f"alerts of {event.incident_id}", incident_id=event.incident_id),
+        )
+
+    def _announce_later(self, incident: Incident, channel: str) -> None:
+        self._lanes.submit(
+            ANNOUNCE_LANE,
+            lambda: self._channels.announce(incident, channel),
+            Origin(what=f"announce {incident.id}", incident_id=incident.id),
         )
 
     def wait_idle(self, timeout_s: float) -> bool:

@@ -1,8 +1,13 @@
 """Everything the bot says to Slack goes through here: the platform's limits in one place.
 
 * **Pacing.** At most one post per second per channel and one update per second per message
-  (`Pacer`): a caller waits for its slot instead of being refused. The notifier coalesces
-  progress updates before it asks, so the latest state is what goes out.
+  (`Pacer`). A caller on its own thread waits for its slot (`wait=True`, the default). A
+  caller on the shared Slack lanes passes `wait=False`: a busy slot raises `SlotBusy` (a
+  `RunLater`) before anything is sent, and the lane runs the task again when the slot is
+  free, so no worker sleeps while other channels have messages to send. Files of a message
+  posted that way are queued per channel and go out, in order, before the channel's next
+  post or at `send_files`. The notifier coalesces progress updates before it asks, so the
+  latest state is what goes out.
 * **Retries.** The `WebClient` is built with slack_sdk's retry handlers: HTTP 429 is retried
   after `Retry-After` (`CountingRateLimitHandler` also counts it), connection errors a few
   times with back-off.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -40,7 +46,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web import SlackResponse
 
 from agents.redact import redact_mapping, redact_text
-from bot.errors import SlackCallFailed
+from bot.errors import SlackCallFailed, SlotBusy
 from bot.metrics import BotMetrics
 from bot.render.blocks import Attachment, Block, Message, View
 
@@ -94,7 +100,9 @@ def web_client(*, token: str | None, base_url: str, metrics: BotMetrics | None =
 
 
 class Pacer:
-    """At most one call per `interval_s` per key; callers wait for their slot (FIFO-ish)."""
+    """At most one call per `interval_s` per key. `wait` sleeps until the caller's slot
+    (FIFO-ish); `try_take` never sleeps: it takes the slot if it is free now, else says how
+    long until it is."""
 
     def __init__(
         self,
@@ -119,6 +127,17 @@ class Pacer:
         if slot > now:
             self._sleep(slot - now)
 
+    def try_take(self, key: str) -> float:
+        """0.0 if the key's slot was free and is now taken; else the seconds until it is free
+        (nothing taken: ask again then)."""
+        with self._lock:
+            now = self._clock()
+            slot = self._next.get(key, 0.0)
+            if slot > now:
+                return slot - now
+            self._next[key] = now + self._interval
+            return 0.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Posted:
@@ -141,13 +160,16 @@ class SlackIO:
         metrics: BotMetrics | None = None,
         post_interval_s: float = 1.0,
         update_interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self._metrics = metrics
-        self.posts = Pacer(post_interval_s)
-        self.updates = Pacer(update_interval_s)
+        self.posts = Pacer(post_interval_s, clock=clock)
+        self.updates = Pacer(update_interval_s, clock=clock)
         self._closed = False
         self._unsent: list[_UnsentFile] = []  # files whose message was posted without them
+        # Files of messages posted with wait=False, per channel, waiting for its slot.
+        self._due: dict[str, deque[_UnsentFile]] = {}
         self._unsent_lock = threading.Lock()
 
     def close(self) -> None:
@@ -170,6 +192,17 @@ class SlackIO:
             self._count(method, "connection_error")
             raise SlackCallFailed(method, f"connection_error: {e}") from e
 
+    def _slot(self, pacer: Pacer, key: str, *, wait: bool, method: str) -> None:
+        """Take `key`'s slot: sleep for it, or (`wait=False`) raise `SlotBusy` if not free."""
+        if self._closed:
+            raise SlackCallFailed(method, "shutting_down")
+        if wait:
+            pacer.wait(key)
+            return
+        delay = pacer.try_take(key)
+        if delay > 0:
+            raise SlotBusy(key, delay)
+
     def _count(self, method: str, error: str) -> None:
         logger.warning("slack %s failed: %s", method, error)
         if self._metrics is not None:
@@ -177,14 +210,20 @@ class SlackIO:
 
     # ------------------------------------------------------------------------ messages
 
-    def post(self, channel: str, message: Message, *, thread_ts: str | None = None) -> Posted:
-        """Post `message` (and upload its files next to it). Waits for the channel's slot.
+    def post(
+        self, channel: str, message: Message, *, thread_ts: str | None = None, wait: bool = True
+    ) -> Posted:
+        """Post `message` (and upload its files next to it). Waits for the channel's slot, or
+        with `wait=False` raises `SlotBusy` (nothing posted) when it is not free; its files
+        then go out as the channel's slots come (`send_files`).
 
         Raises `SlackCallFailed` only when the message itself was not posted: a file that
         fails is queued for `retry_files`, so a caller that records `Posted` never posts the
         message twice."""
         text, blocks = _redacted(message.payload())
-        self.posts.wait(channel)
+        if not wait:
+            self.send_files(channel)  # files of earlier messages go first
+        self._slot(self.posts, channel, wait=wait, method="chat.postMessage")
         response = self._call(
             "chat.postMessage",
             lambda: self.client.chat_postMessage(
@@ -193,27 +232,77 @@ class SlackIO:
         )
         posted = Posted(channel=str(response["channel"]), ts=str(response["ts"]))
         for attachment in message.files:
-            self.attach(posted.channel, attachment, thread_ts=thread_ts)
+            self.attach(posted.channel, attachment, thread_ts=thread_ts, wait=wait)
         return posted
 
-    def update(self, channel: str, ts: str, message: Message, *, paced: bool = True) -> None:
-        """Replace a message's text and blocks (files are not re-uploaded). `paced=False` when
-        the caller already waited for the message's slot (`updates.wait`)."""
+    def update(self, channel: str, ts: str, message: Message, *, wait: bool = True) -> None:
+        """Replace a message's text and blocks (files are not re-uploaded). Waits for the
+        message's slot, or with `wait=False` raises `SlotBusy` (nothing sent)."""
         text, blocks = _redacted(message.payload())
-        if paced:
-            self.updates.wait(f"{channel}/{ts}")
+        self._slot(self.updates, f"{channel}/{ts}", wait=wait, method="chat.update")
         self._call(
             "chat.update",
             lambda: self.client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks),
         )
 
-    def upload(self, channel: str, attachment: Attachment, *, thread_ts: str | None) -> None:
-        self.posts.wait(channel)
+    def upload(
+        self, channel: str, attachment: Attachment, *, thread_ts: str | None, wait: bool = True
+    ) -> None:
+        self._slot(self.posts, channel, wait=wait, method="files.completeUploadExternal")
+        self._upload(_UnsentFile(channel=channel, thread_ts=thread_ts, file=attachment))
+
+    def attach(
+        self, channel: str, attachment: Attachment, *, thread_ts: str | None, wait: bool = True
+    ) -> bool:
+        """Upload a file next to a message already posted; on failure queue it for
+        `retry_files` instead of raising (the message stands without it). True if uploaded.
+
+        With `wait=False` the file joins the channel's queue and goes out now if the slot is
+        free, else at the channel's next `post(wait=False)` or `send_files`; never raises."""
+        unsent = _UnsentFile(channel=channel, thread_ts=thread_ts, file=attachment)
+        if not wait:
+            with self._unsent_lock:
+                self._due.setdefault(channel, deque()).append(unsent)
+            try:
+                self.send_files(channel)
+            except (SlotBusy, SlackCallFailed):
+                return False
+            return True
+        try:
+            self.upload(channel, attachment, thread_ts=thread_ts)
+        except SlackCallFailed as e:
+            self._file_failed(unsent, e)
+            return False
+        return True
+
+    def send_files(self, channel: str) -> None:
+        """Upload the files queued by `attach(wait=False)` for `channel`, in order, as its
+        slots allow. Raises `SlotBusy` while some remain (a failed upload goes to
+        `retry_files`, as in `attach`)."""
+        while True:
+            with self._unsent_lock:
+                if not self._due.get(channel):
+                    self._due.pop(channel, None)
+                    return
+            self._slot(self.posts, channel, wait=False, method="files.completeUploadExternal")
+            with self._unsent_lock:
+                queue = self._due.get(channel)
+                if not queue:
+                    return  # another lane sent it meanwhile
+                unsent = queue.popleft()
+            try:
+                self._upload(unsent)
+            except SlackCallFailed as e:
+                self._file_failed(unsent, e)
+
+    def _upload(self, unsent: _UnsentFile) -> None:
+        """`files_upload_v2`, its slot already taken."""
+        attachment = unsent.file
         self._call(
             "files.completeUploadExternal",
             lambda: self.client.files_upload_v2(
-                channel=channel,
-                thread_ts=thread_ts,
+                channel=unsent.channel,
+                thread_ts=unsent.thread_ts,
                 content=(
                     redact_text(attachment.content)
                     if isinstance(attachment.content, str)
@@ -223,16 +312,6 @@ class SlackIO:
                 title=attachment.title,
             ),
         )
-
-    def attach(self, channel: str, attachment: Attachment, *, thread_ts: str | None) -> bool:
-        """Upload a file next to a message already posted; on failure queue it for
-        `retry_files` instead of raising (the message stands without it). True if uploaded."""
-        try:
-            self.upload(channel, attachment, thread_ts=thread_ts)
-        except SlackCallFailed as e:
-            self._file_failed(_UnsentFile(channel=channel, thread_ts=thread_ts, file=attachment), e)
-            return False
-        return True
 
     def retry_files(self) -> int:
         """Try once more each file queued by `attach`; returns how many are still queued."""

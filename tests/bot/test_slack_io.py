@@ -9,11 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.errors import SlackCallFailed
+from bot.errors import SlackCallFailed, SlotBusy
 from bot.metrics import BotMetrics
 from bot.render.blocks import Attachment, Message, section
 from bot.slack_io import FILE_TRIES, RATE_LIMIT_RETRIES, Pacer, SlackIO, web_client
+from bot.workers import Lanes, Origin
 from lab.slack import SlackWorkspace
+from tests.bot.fake_timers import FakeTimers
 
 
 @pytest.fixture
@@ -144,3 +146,86 @@ def test_tell_falls_back_to_a_direct_message(workspace: SlackWorkspace) -> None:
         if c.args.get("text") == "you are not an approver"
     ]
     assert len(dm) == 1 and dm[0].ok
+
+
+def test_try_take_never_sleeps_and_says_when_the_slot_is_free() -> None:
+    timers = FakeTimers()
+    pacer = Pacer(1.0, clock=timers.clock, sleep=lambda s: pytest.fail("slept"))
+    assert pacer.try_take("a") == 0.0
+    assert pacer.try_take("b") == 0.0  # each key its own slots
+    timers.now = 0.25
+    assert pacer.try_take("a") == 0.75  # not taken: asking again is free
+    assert pacer.try_take("a") == 0.75
+    timers.now = 1.0
+    assert pacer.try_take("a") == 0.0
+
+
+def test_a_post_that_may_not_wait_raises_slot_busy_and_posts_nothing(
+    workspace: SlackWorkspace,
+) -> None:
+    timers = FakeTimers()
+    client = web_client(token=workspace.config.bot_token, base_url=workspace.api_url)
+    io = SlackIO(client, clock=timers.clock)
+    io.post("incidents", note("first"), wait=False)
+    with pytest.raises(SlotBusy) as busy:
+        io.post("incidents", note("second"), wait=False)
+    assert busy.value.delay_s == 1.0
+    assert [m["text"] for m in workspace.messages("incidents")] == ["first"]
+    timers.advance(1.0)
+    io.post("incidents", note("second"), wait=False)
+    assert [m["text"] for m in workspace.messages("incidents")] == ["first", "second"]
+
+
+def test_files_of_a_post_that_may_not_wait_go_out_before_the_channels_next_post(
+    workspace: SlackWorkspace,
+) -> None:
+    timers = FakeTimers()
+    client = web_client(token=workspace.config.bot_token, base_url=workspace.api_url)
+    io = SlackIO(client, clock=timers.clock)
+    channel = io.create_channel("inc-files")  # an id, as posted messages report
+    chart = Attachment(filename="signals.png", title="Affected signals", content=b"png")
+    io.post(channel, Message(text="diagnosis", blocks=(), files=(chart,)), wait=False)
+    assert workspace.files() == []  # the slot went to the message: the file waits
+    with pytest.raises(SlotBusy):
+        io.send_files(channel)
+    timers.advance(1.0)
+    with pytest.raises(SlotBusy):  # the file takes this slot; the plan waits for the next
+        io.post(channel, note("plan"), wait=False)
+    assert [f["name"] for f in workspace.files()] == ["signals.png"]
+    timers.advance(1.0)
+    io.post(channel, note("plan"), wait=False)
+    io.send_files(channel)  # nothing left: returns
+    texts = [m["text"] for m in workspace.messages(channel) if not m.get("files")]
+    assert texts == ["diagnosis", "plan"]
+
+
+def test_a_busy_channel_does_not_hold_up_another_on_a_single_worker(
+    workspace: SlackWorkspace,
+) -> None:
+    """The issue's case: one Slack worker, channel A's slot busy. B's post goes out at once;
+    A's waiting message goes out, in order with A's next, when A's slot comes; nothing
+    slept."""
+    timers = FakeTimers()
+    client = web_client(token=workspace.config.bot_token, base_url=workspace.api_url)
+    io = SlackIO(client, clock=timers.clock)
+    io.posts = Pacer(1.0, clock=timers.clock, sleep=lambda s: pytest.fail("a lane slept"))
+    lanes = Lanes(workers=1, name="test-slack", timer=timers)
+    a = io.create_channel("inc-a")
+    b = io.create_channel("inc-b")
+
+    def post(channel: str, text: str) -> None:
+        lanes.submit(channel, lambda: io.post(channel, note(text), wait=False), Origin(what=text))
+
+    post(a, "a1")
+    post(a, "a2")  # A's slot is busy: A's lane parks
+    assert lanes.wait_settled(10) and lanes.parked() == 1
+    post(b, "b1")
+    assert lanes.wait_settled(10)
+    assert [m["text"] for m in workspace.messages(b)] == ["b1"]
+    assert [m["text"] for m in workspace.messages(a)] == ["a1"]
+    post(a, "a3")
+    while lanes.busy():
+        timers.advance(1.0)
+        assert lanes.wait_settled(10)
+    assert [m["text"] for m in workspace.messages(a)] == ["a1", "a2", "a3"]
+    lanes.close()

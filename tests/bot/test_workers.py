@@ -1,12 +1,15 @@
 """`Lanes`: one task at a time per key, in order; keys in parallel; a failing task is
-reported and the lane goes on."""
+reported and the lane goes on; a task that must wait (`RunLater`) parks its lane without
+holding a worker and runs again first in its lane."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from bot.errors import RunLater
 from bot.workers import Lanes, Origin
+from tests.bot.fake_timers import FakeTimers
 
 
 def test_tasks_of_one_key_run_in_order_and_never_overlap() -> None:
@@ -72,4 +75,47 @@ def test_closed_lanes_take_no_more_work() -> None:
     ran: list[int] = []
     lanes.submit("k", lambda: ran.append(1), Origin(what="late"))
     time.sleep(0.05)
+    assert ran == []
+
+
+def test_a_task_that_must_wait_gives_its_worker_to_other_keys_and_keeps_its_place() -> None:
+    timers = FakeTimers()
+    lanes = Lanes(workers=1, name="test-lanes", timer=timers)
+    ran: list[str] = []
+    ready = {"a": False}
+
+    def first_of_a() -> None:
+        if not ready["a"]:
+            raise RunLater("a's slot", 1.0)
+        ran.append("a1")
+
+    lanes.submit("a", first_of_a, Origin(what="a1"))
+    lanes.submit("a", lambda: ran.append("a2"), Origin(what="a2"))
+    assert lanes.wait_settled(10)
+    assert lanes.parked() == 1 and timers.pending() == [1.0]
+    # The only worker is free: another key's task runs at once.
+    lanes.submit("b", lambda: ran.append("b1"), Origin(what="b1"))
+    assert lanes.wait_settled(10)
+    assert ran == ["b1"]
+    lanes.submit("a", lambda: ran.append("a3"), Origin(what="a3"))  # joins the parked lane
+    ready["a"] = True
+    timers.advance(1.0)
+    assert lanes.wait_idle(10)
+    assert ran == ["b1", "a1", "a2", "a3"]  # a's tasks in order, the parked one first
+    lanes.close()
+
+
+def test_closing_drops_parked_lanes_at_once() -> None:
+    timers = FakeTimers()
+    lanes = Lanes(workers=1, name="test-lanes", timer=timers)
+    ran: list[str] = []
+
+    def later() -> None:
+        raise RunLater("slot", 60.0)
+
+    lanes.submit("a", later, Origin(what="a1"))
+    lanes.submit("a", lambda: ran.append("a2"), Origin(what="a2"))
+    assert lanes.wait_settled(10) and lanes.parked() == 1
+    lanes.close(timeout_s=10)  # returns without waiting for the timer
+    assert not lanes.busy() and timers.pending() == []
     assert ran == []

@@ -115,7 +115,7 @@ REGISTRY: dict[str, tuple[str, ...]] = {
     "slack:files_upload_v2": (
         "bot/commands/listener.py:upload_chart",
         "bot/digest/post.py:DigestPoster._upload_chart",
-        "bot/slack_io.py:SlackIO.upload",
+        "bot/slack_io.py:SlackIO._upload",
     ),
     "slack:pins.add": ("bot/slack_io.py:SlackIO.pin",),
     "slack:pins.remove": ("bot/slack_io.py:SlackIO.unpin",),
