@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 
 from agents.detection.events import AlertsUpdated, Detection, IncidentOpened
 from agents.incident.events import (
@@ -52,6 +53,9 @@ from bot.workers import Lanes, Origin
 from storage import StorageError, Store
 
 logger = logging.getLogger(__name__)
+
+#: Threads that query and draw diagnosis charts (the drawing itself is one at a time).
+CHART_WORKERS = 2
 
 #: The lane of the announcements in the incidents channel (one channel, so one lane).
 ANNOUNCE_LANE = "announce"
@@ -88,6 +92,10 @@ class SlackNotifier:
         self._progress: dict[str, Progress] = {}
         self._findings: dict[str, tuple[str, ...]] = {}
         self._ended: dict[str, str] = {}
+        # Charts are drawn off the Slack lanes: a chart is a Prometheus query and a drawing in
+        # the chart worker (one at a time), and twenty of them on the lanes held every
+        # other incident's messages back by seconds.
+        self._charts = Lanes(workers=CHART_WORKERS, name="stratus-charts")
 
     # ------------------------------------------------------------------- Notifier port
 
@@ -219,18 +227,44 @@ class SlackNotifier:
         self._channels.remember(incident_id, item.kind, item.ref, location, posted.ts)
         self._remember_digest(item.key, item.message)
         if item.chart is not None:
-            png = item.chart()
-            if png:
-                # `attach`, not `upload`: the message is posted and recorded; a chart that
-                # fails now is retried on its own and must not fail (and repeat) the sync.
-                self._slack.attach(
-                    location.channel,
-                    Attachment(
-                        filename=f"{incident_id}-signals.png", title="Affected signals", content=png
-                    ),
-                    thread_ts=location.thread_ts,
-                    wait=False,
-                )
+            self._chart_later(incident_id, item.chart, location)
+
+    def _chart_later(
+        self, incident_id: str, chart: Callable[[], bytes | None], location: Location
+    ) -> None:
+        """Draw the chart of a message just posted on the chart lanes, then queue its file for
+        the channel and let the incident's lane send it when the channel's slot allows. The
+        message stands without it if the chart fails (logged where it is drawn)."""
+
+        def draw() -> None:
+            png = chart()
+            if not png:
+                return
+            # `attach`, not `upload`: the message is posted and recorded; a file that fails
+            # now is retried on its own and must not fail (and repeat) the sync.
+            self._slack.attach(
+                location.channel,
+                Attachment(
+                    filename=f"{incident_id}-signals.png", title="Affected signals", content=png
+                ),
+                thread_ts=location.thread_ts,
+                wait=False,
+            )
+            self._lanes.submit(
+                incident_id,
+                lambda: self._send_files(incident_id, location.channel),
+                Origin(what=f"chart of {incident_id}", incident_id=incident_id),
+            )
+
+        self._charts.submit(
+            incident_id, draw, Origin(what=f"chart of {incident_id}", incident_id=incident_id)
+        )
+
+    def _send_files(self, incident_id: str, channel: str) -> None:
+        try:
+            self._slack.send_files(channel)  # `SlotBusy` parks the lane until the slot is free
+        except SlackCallFailed as e:  # shutting down: the file stays queued for the retries
+            logger.warning("incident %s: chart not sent: %s", incident_id, e)
 
     def _changed(self, key: tuple[str, str], message: Message) -> bool:
         with self._lock:
@@ -276,4 +310,12 @@ class SlackNotifier:
         )
 
     def wait_idle(self, timeout_s: float) -> bool:
-        return self._lanes.wait_idle(timeout_s)
+        """No sync and no chart queued or running (a chart queues a file for the lanes)."""
+        return all(
+            lanes.wait_idle(timeout_s)
+            for lanes in (self._lanes, self._charts, self._lanes)  # syncs queue charts, and back
+        )
+
+    def close(self) -> None:
+        """Stop drawing: a chart not drawn yet is dropped (its message stands without it)."""
+        self._charts.close(timeout_s=2.0)

@@ -188,7 +188,7 @@ class Services:
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no incident work and no Slack sync is queued or running (tests)."""
-        return self.work.wait_idle(timeout_s) and self.slack_lanes.wait_idle(timeout_s)
+        return self.work.wait_idle(timeout_s) and self.notifier.wait_idle(timeout_s)
 
     def close(self) -> None:
         """Stop everything started, then release connections. Idempotent."""
@@ -208,6 +208,7 @@ class Services:
         # Messages are re-rendered from storage at the next start: stop talking to Slack
         # first, so queued syncs end at once, then let running work finish for a while.
         self.slack.close()
+        self.notifier.close()
         self.slack_lanes.close(timeout_s=2.0)
         self.work.close(timeout_s=10.0)
         close_charts()  # the chart worker, if a chart started one; reaped
