@@ -21,6 +21,7 @@ from tests.support.transient import (
     run_cells,
     sample_cells,
     sample_incidents,
+    unreached,
 )
 
 INCIDENTS = sample_incidents()
@@ -57,3 +58,7 @@ def test_the_sample_covers_every_site_and_every_fault() -> None:
     assert sorted(site.id for site, _ in cells) == sorted(s.id for s in SITES)
     assert {f for _, f in cells} == set(Fault)
     assert len(cells) == len(sample_cells())
+
+
+def test_no_sampled_cell_shares_an_incident_whose_drive_never_makes_its_call() -> None:
+    assert [unreached(incident) for incident in INCIDENTS] == [[] for _ in INCIDENTS]

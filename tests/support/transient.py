@@ -255,6 +255,14 @@ DRIVES: dict[str, Drive] = {
 }
 
 
+#: Sites no code path calls: listed by the scan (the method that makes the call exists),
+#: reached by no incident and no person. `tests/test_transient_drives.py` fails when a
+#: caller appears, so the mark cannot outlive the dead code.
+DEAD: dict[str, str] = {
+    "slack:pins.remove": "`SlackIO.unpin` (bot/slack_io.py) has no caller",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Site:
     id: str
@@ -389,6 +397,19 @@ def sample_cells(seed: int = SAMPLE_SEED) -> list[Cell]:
     return cells
 
 
+#: Sites an incident with this drive never calls: the pod-failure incident's plan deletes
+#: pods, so it neither replaces an object nor has one to re-create on Undo.
+UNREACHED_WITH: dict[Drive, frozenset[str]] = {
+    Drive.DELETE_POD: frozenset({"kube:replace", "kube:create"}),
+}
+
+
+def unreached(incident: list[Cell]) -> list[Cell]:
+    drives = {site.drive for site, _ in incident}
+    missed = frozenset().union(*(UNREACHED_WITH.get(d, frozenset()) for d in drives))
+    return [c for c in incident if c[0].id in missed]
+
+
 def sample_incidents(seed: int = SAMPLE_SEED) -> list[list[Cell]]:
     cells = sample_cells(seed)
     incidents = [cells[i : i + PER_INCIDENT] for i in range(0, len(cells), PER_INCIDENT)]
@@ -396,6 +417,17 @@ def sample_incidents(seed: int = SAMPLE_SEED) -> list[list[Cell]]:
     # may never call (`views.open` is called only when someone opens a modal) fires no fault.
     if len(incidents) > 1 and len(incidents[-1]) < PER_INCIDENT // 2:
         incidents[-2].extend(incidents.pop())
+    # A cell dealt into an incident whose drive never makes its call changes places with a
+    # plain cell of another incident, so every sampled cell can fire.
+    for incident in incidents:
+        for cell in unreached(incident):
+            for other in incidents:
+                plain = [c for c in other if c[0].drive is Drive.INCIDENT]
+                if other is incident or not plain or unreached([*other, cell]):
+                    continue
+                i, j = incident.index(cell), other.index(plain[0])
+                incident[i], other[j] = other[j], incident[i]
+                break
     return incidents
 
 
@@ -744,15 +776,18 @@ def _one_incident(
         _drive(lab, seen, incident_id)
         if drives & {Drive.UNDO, Drive.UNDO_DELETED}:
             undos = _undo(lab, seen, incident_id, delete_first=Drive.UNDO_DELETED in drives)
-    for (site, fault_kind), injected, _window in armed:
-        result = CellResult(site=site.id, fault=fault_kind)
+    cell_results = [
+        CellResult(site=site.id, fault=fault_kind) for (site, fault_kind), _, _ in armed
+    ]
+    results.extend(cell_results)
+    judge(lab, seen, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results, undos)
+    # Counted after the judge, which waits for the bot to finish: the calls a click sets off
+    # (the Undo modal's `views.update`) may come after the drive returns.
+    for result, (_, injected, _) in zip(cell_results, armed, strict=True):
         result.faulted = len(injected.faulted)
         result.passed_after = len(injected.passed)
         if injected.faulted and injected.passed:
             result.delay_s = injected.passed[0] - injected.faulted[0]
-        results.append(result)
-    cell_results = results[len(results) - len(armed) :]
-    judge(lab, seen, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results, undos)
     wall = time.monotonic() - started
     for result in cell_results:
         result.wall_s = wall
