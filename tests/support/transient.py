@@ -32,9 +32,14 @@ the next step, not covered here).
 Then the incident runs: wrong-target-port on geo, Approve pressed on each plan (again after
 15 s if the click left no trace, as a person would), until it closes or escalates, or
 `CELL_S`. A kubelet-like probe asks /readyz every 2 s meanwhile (that is how the readiness
-sites are reached). The judge (`judge`): no lost and no duplicated Slack message, no
-incident stuck, no transaction committed on a sustain window a faulted measurement read
-overlapped, no undo entry lost, the bot still serving (/healthz and /readyz answer 200).
+sites are reached). Sites that incident never calls have a `Drive` (`DRIVES`): what people
+and the cluster do besides, through the lab workspace and the lab cluster, so the bot makes
+the call — an Undo with its modal, an Undo after someone deleted the object, a pod-failure
+incident whose plan deletes pods, a bot nobody invited into #incidents, watch streams the API
+server ends. The judge (`judge`): no lost and no duplicated Slack message, no incident stuck,
+no transaction committed on a sustain window a faulted measurement read overlapped, no undo
+entry lost, the bot still serving (/healthz and /readyz answer 200); where an Undo was
+pressed, the transaction undone and the person's modal showing the result.
 """
 
 from __future__ import annotations
@@ -277,7 +282,10 @@ class Site:
 
 def _site(site_id: str) -> Site:
     site = _match_site(site_id)
-    return replace(site, drive=DRIVES.get(site_id, Drive.INCIDENT))
+    drive = DRIVES.get(site_id, Drive.INCIDENT)
+    # The bot joins #incidents once, at its first announcement: that can be a warm-up
+    # incident's, before a cell armed after the start would be (the first 503 cell missed it).
+    return replace(site, drive=drive, at_start=site.at_start or drive is Drive.JOIN)
 
 
 def _match_site(site_id: str) -> Site:
