@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 from agents.model import Incident
@@ -31,6 +32,11 @@ from storage import Store
 from storage.tables import SlackMessageRow
 
 logger = logging.getLogger(__name__)
+
+#: Finding (and joining) #incidents after a transient failure: tries, and the pause before
+#: the n-th retry (n × this). Both calls are safe to repeat; the post after them is not.
+RESOLVE_TRIES = 3
+RESOLVE_PAUSE_S = 1.0
 
 NAME_MAX = 80
 _NOT_NAME = re.compile(r"[^a-z0-9_-]+")
@@ -234,9 +240,23 @@ class IncidentChannels:
         except SlackCallFailed as e:
             logger.warning("incident %s: cannot invite responders: %s", incident.id, e.error)
 
+    def _resolved_incidents_channel(self) -> str:
+        """`incidents_channel`, again after a transient failure: the announcement is posted
+        once (nothing re-renders it), so a 503 on conversations.join lost it for good
+        (issue 14's matrix, `slack:conversations.join` × 503)."""
+        for attempt in range(RESOLVE_TRIES):
+            try:
+                return self.incidents_channel()
+            except SlackCallFailed as e:
+                if not e.transient or attempt == RESOLVE_TRIES - 1:
+                    raise
+                logger.info("finding #incidents failed (%s); try %d", e.error, attempt + 2)
+                time.sleep(RESOLVE_PAUSE_S * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def _announce(self, incident: Incident, channel: str) -> None:
         try:
-            where = self.incidents_channel()
+            where = self._resolved_incidents_channel()
             posted = self._slack.post(where, render_announce(incident, channel))
         except SlackCallFailed as e:
             logger.warning("incident %s: cannot announce it: %s", incident.id, e.error)
