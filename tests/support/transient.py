@@ -998,6 +998,15 @@ def slack_problems(lab: BotLab, seen: Observer, incident_id: str) -> list[str]:
             problems.append(f"lost: the {wanted.kind.value} message was never posted")
         elif lab.ws.message(row.channel, row.ts) is None:
             problems.append(f"lost: the {wanted.kind.value} message is not in the workspace")
+    # An incident with its own channel is announced in #incidents (`Channels.open`); that
+    # message is posted once, not re-rendered from storage, so IncidentMessages omits it.
+    own_channel = any(r.kind == MessageKind.SUMMARY.value and not r.thread_ts for r in rows)
+    announced = [r for r in rows if r.kind == MessageKind.ANNOUNCE.value]
+    if own_channel and not announced:
+        problems.append("lost: the incident was never announced in #incidents")
+    for row in announced:
+        if lab.ws.message(row.channel, row.ts) is None:
+            problems.append("lost: the announcement is not in #incidents")
     # Recorded by any incident: the announce channel holds every incident's announcement.
     known = {(r.channel, r.ts) for r in store.slack_messages.find()}
     channels = {r.channel for r in rows}
