@@ -31,13 +31,33 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.transient import (  # noqa: E402  (after the path is set)
+    DEAD,
+    DRIVES,
     FAULTED,
     HANG_S,
     SITES,
     CellResult,
+    Drive,
     Fault,
     run_cell,
 )
+
+#: How each drive reaches its sites, for the table's explanation.
+DRIVE_TEXT = {
+    Drive.UNDO: "after the close, alice presses Undo on the outcome message: the modal opens"
+    " and then shows the result",
+    Drive.UNDO_DELETED: "before that Undo, the object the transaction changed is deleted (as"
+    " `kubectl delete` would); Undo shows the drift and alice submits *Overwrite & undo*, so"
+    " the restore re-creates it",
+    Drive.DELETE_POD: "the incident is a pod failure on geo (chaos-mesh's pause image) instead"
+    " of the wrong target port: the plan deletes the failed pods (a dry run in the preview,"
+    " then the write)",
+    Drive.JOIN: "the workspace's #incidents does not have the bot as a member (nobody invited"
+    " it): it joins to announce the incident",
+    Drive.REOPEN_WATCHES: "once the fault is armed, the lab API server ends every watch stream"
+    " (as at a watch's timeout or an API server restart), so the bot re-opens its watches"
+    " inside the fault window",
+}
 
 NOT_RUN = "not run: the site was not reached by this incident with the first fault"
 
@@ -45,6 +65,8 @@ NOT_RUN = "not run: the site was not reached by this incident with the first fau
 def _cell(r: dict[str, object] | None) -> str:
     if r is None:
         return "not run"
+    if r["site"] in DEAD:
+        return "dead call site"
     if r.get("skipped"):
         return "not reached"
     if _violations(r):
@@ -68,11 +90,13 @@ def render(
     results: list[dict[str, object]], started: datetime, complete: bool, note: str = ""
 ) -> str:
     by = {(r["site"], r["fault"]): r for r in results}
-    counts = {"ok": 0, "ok, not closed": 0, "FAILS": 0, "not reached": 0}
+    counts = {"ok": 0, "ok, not closed": 0, "FAILS": 0, "not reached": 0, "dead": 0}
     for r in results:
         text = _cell(r)
         if text.startswith("ok,"):
             counts["ok, not closed"] += 1
+        elif text == "dead call site":
+            counts["dead"] += 1
         else:
             counts[{"ok": "ok", "FAILS": "FAILS"}.get(text.split(" ")[0], "not reached")] += 1
     lines = [
@@ -101,12 +125,24 @@ def render(
         " (psycopg has no read timeout), *503* = `FATAL 57P01` (admin shutdown) and close,"
         " *429* = `FATAL 53300` (too many connections) and close.",
         "",
+        "**Drives.** A plain incident does not make every call. The cells of these sites"
+        " also do what people and the cluster would, through the lab workspace and the lab"
+        " cluster (no bot internals): "
+        + "; ".join(
+            f"{', '.join(f'`{s}`' for s, d in DRIVES.items() if d is drive)} — {text}"
+            for drive, text in DRIVE_TEXT.items()
+        )
+        + ". An Undo is pressed again after 30 s without an answer (at most 3 times), as a"
+        " person would.",
+        "",
         "**Judge** (every cell): no lost and no duplicated Slack message (the messages storage"
         " says the incident should show, against the workspace's stored messages; any bot"
         " message no incident recorded is a duplicate); no incident stuck (closed, escalated,"
         " or waiting for approval with its plan in Slack); no transaction committed on a"
         " sustain window in which a faulted measurement read (Kubernetes reads, Prometheus)"
-        " fell; no undo entry lost; /healthz and /readyz answer 200 at the end.",
+        " fell; no undo entry lost; /healthz and /readyz answer 200 at the end. Where an Undo"
+        " was pressed: the transaction is undone, every object its undo marks restored"
+        " exists, and no modal of the person's is left saying *Undoing…* once it is.",
         "",
         "**Cell text.** `ok (F→P, +D s)`: the judge found nothing and the incident closed"
         " (fixed, committed); `ok, escalated (…)`: nothing wrong, but the incident went to a"
@@ -114,7 +150,10 @@ def render(
         " does not act). F requests faulted, P matching requests passed after, D = seconds"
         " from the first faulted request to the first that passed (the delay the fault added"
         " at that site). `not reached`: the incident never made that call (the"
-        " site is listed, the fault never fired). `FAILS`: see the violations below.",
+        " site is listed, the fault never fired). `dead call site`: the method that makes"
+        " the call exists (so the scan lists it) but nothing calls it: "
+        + "; ".join(f"`{s}`: {why}" for s, why in DEAD.items())
+        + ". `FAILS`: see the violations below.",
         "",
         *([note, ""] if note else []),
         "| site \\ fault | " + " | ".join(f.value for f in Fault) + " |",
@@ -129,7 +168,7 @@ def render(
         f"**Totals:** {len(results)} of {len(SITES) * len(Fault)} cells; {counts['ok']} ok with"
         f" the incident closed, {counts['ok, not closed']} ok with another end (escalated to a"
         f" person, or waiting for approval), {counts['FAILS']} fail,"
-        f" {counts['not reached']} not reached.",
+        f" {counts['not reached']} not reached, {counts['dead']} on a dead call site.",
         "",
         "## Cells that ran",
         "",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from dataclasses import dataclass
 
 from agents.model import Incident
@@ -36,6 +37,11 @@ from storage import Store
 from storage.tables import SlackMessageRow
 
 logger = logging.getLogger(__name__)
+
+#: Finding (and joining) #incidents after a transient failure: tries, and the pause before
+#: the n-th retry (n × this). Both calls are safe to repeat; the post after them is not.
+RESOLVE_TRIES = 3
+RESOLVE_PAUSE_S = 1.0
 
 NAME_MAX = 80
 _NOT_NAME = re.compile(r"[^a-z0-9_-]+")
@@ -245,14 +251,26 @@ class IncidentChannels:
         except SlackCallFailed as e:
             logger.warning("incident %s: cannot invite responders: %s", incident.id, e.error)
 
+    def _resolved_incidents_channel(self) -> str:
+        """`incidents_channel`, again after a transient failure: the announcement is posted
+        once (nothing re-renders it), so a 503 on conversations.join lost it for good
+        (issue 14's matrix, `slack:conversations.join` × 503). The pauses (1 s, then 2 s)
+        happen only while Slack fails, on the announcements' own lane."""
+        for attempt in range(RESOLVE_TRIES):
+            try:
+                return self.incidents_channel()
+            except SlackCallFailed as e:
+                if not e.transient or attempt == RESOLVE_TRIES - 1:
+                    raise
+                logger.info("finding #incidents failed (%s); try %d", e.error, attempt + 2)
+                time.sleep(RESOLVE_PAUSE_S * (attempt + 1))
+        raise AssertionError("unreachable")
+
     def announce(self, incident: Incident, channel: str) -> None:
         """Say in the incidents channel that `incident` opened in `channel` (`SlotBusy` if
-        that channel's slot is not free: nothing posted, call again; a failure is logged)."""
-        try:
-            where = self.incidents_channel()
-            posted = self._slack.post(where, render_announce(incident, channel), wait=False)
-        except SlackCallFailed as e:
-            logger.warning("incident %s: cannot announce it: %s", incident.id, e.error)
-            return
+        that channel's slot is not free: nothing posted, call again). Raises
+        `SlackCallFailed` when it was not posted: the caller tries again."""
+        where = self._resolved_incidents_channel()
+        posted = self._slack.post(where, render_announce(incident, channel), wait=False)
         location = Location(channel=where, thread_ts=None, summary_ts=posted.ts)
         self.remember(incident.id, MessageKind.ANNOUNCE, incident.id, location, posted.ts)

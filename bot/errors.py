@@ -24,6 +24,13 @@ class BotError(Exception):
     """Root of the errors the bot raises on purpose."""
 
 
+#: Slack's error codes for a call that may succeed as it is a moment later (its documented
+#: server-side errors, and a rate limit that outlasted the client's own retries).
+TRANSIENT_SLACK_ERRORS = frozenset(
+    {"service_unavailable", "internal_error", "fatal_error", "request_timeout", "ratelimited"}
+)
+
+
 class SlackCallFailed(BotError):
     """A Slack Web API call failed after its retries. `error` is Slack's error code
     (`not_in_channel`, `ratelimited`, ...) or `connection_error`."""
@@ -32,6 +39,11 @@ class SlackCallFailed(BotError):
         super().__init__(f"Slack {method} failed: {error}")
         self.method = method
         self.error = error
+
+    @property
+    def transient(self) -> bool:
+        """Worth trying again as it is (for a call that is safe to repeat)."""
+        return self.error in TRANSIENT_SLACK_ERRORS or self.error.startswith("connection_error")
 
 
 class RunLater(BotError):

@@ -24,6 +24,7 @@ should show — computed from storage by `IncidentMessages` — with the message
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import threading
@@ -43,7 +44,7 @@ from agents.model import Incident, IncidentState
 from agents.ports import Clock
 from agents.tnr import Progress
 from bot.channels import IncidentChannels, Location
-from bot.errors import SlackCallFailed, SlotBusy
+from bot.errors import RunLater, SlackCallFailed, SlotBusy
 from bot.ids import MessageKind
 from bot.messages import IncidentMessages, Wanted
 from bot.metrics import BotMetrics
@@ -53,6 +54,11 @@ from bot.workers import Lanes, Origin
 from storage import StorageError, Store
 
 logger = logging.getLogger(__name__)
+
+#: Tries of an announcement whose post failed, a pause of `ANNOUNCE_RETRY_S` × the try
+#: between them, before it waits for the incident's next sync.
+ANNOUNCE_TRIES = 3
+ANNOUNCE_RETRY_S = 2.0
 
 #: Threads that query and draw diagnosis charts (the drawing itself is one at a time).
 CHART_WORKERS = 2
@@ -92,6 +98,7 @@ class SlackNotifier:
         self._progress: dict[str, Progress] = {}
         self._findings: dict[str, tuple[str, ...]] = {}
         self._ended: dict[str, str] = {}
+        self._announcing: set[str] = set()  # incidents whose announcement is queued
         # Charts are drawn off the Slack lanes: a chart is a Prometheus query and a drawing in
         # the chart worker (one at a time), and twenty of them on the lanes held every
         # other incident's messages back by seconds.
@@ -194,8 +201,6 @@ class SlackNotifier:
             summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
             location = self._channels.open(incident, summary.message)
             self._remember_digest(summary.key, summary.message)
-            if self._channels.announces:
-                self._announce_later(incident, location.channel)
         diagnosis = next((w for w in wanted if w.kind is MessageKind.DIAGNOSIS), None)
         if diagnosis is not None:
             self._channels.follow_root_cause(incident, self._messages.root_cause(incident))
@@ -203,6 +208,8 @@ class SlackNotifier:
             (r.kind, r.ref or ""): r
             for r in self._store.slack_messages.find(incident_id=incident_id)
         }
+        if self._channels.announces and (MessageKind.ANNOUNCE, incident_id) not in existing:
+            self._announce_later(incident, location.channel)
         busy: list[SlotBusy] = []  # updates skipped for their slot
         for item in wanted:
             row = existing.get(item.key)
@@ -303,10 +310,42 @@ class SlackNotifier:
         )
 
     def _announce_later(self, incident: Incident, channel: str) -> None:
+        """Announce the incident in the incidents channel, on a lane of its own. A failed post
+        is tried again (`ANNOUNCE_TRIES`, then at the incident's next sync, which finds no
+        announcement recorded): an announcement is a message like the others, never lost."""
+        with self._lock:
+            if incident.id in self._announcing:
+                return  # queued or parked already
+            self._announcing.add(incident.id)
+        tries = itertools.count(1)
+
+        def run() -> None:
+            parked = False
+            try:
+                self._channels.announce(incident, channel)
+            except SlotBusy:
+                parked = True
+                raise
+            except SlackCallFailed as e:
+                attempt = next(tries)
+                if e.transient and attempt < ANNOUNCE_TRIES:
+                    parked = True
+                    raise RunLater(
+                        f"announcement of {incident.id} failed ({e.error})",
+                        ANNOUNCE_RETRY_S * attempt,
+                    ) from e
+                logger.warning(
+                    "incident %s: not announced (%s); its next sync tries again",
+                    incident.id,
+                    e.error,
+                )
+            finally:
+                if not parked:
+                    with self._lock:
+                        self._announcing.discard(incident.id)
+
         self._lanes.submit(
-            ANNOUNCE_LANE,
-            lambda: self._channels.announce(incident, channel),
-            Origin(what=f"announce {incident.id}", incident_id=incident.id),
+            ANNOUNCE_LANE, run, Origin(what=f"announce {incident.id}", incident_id=incident.id)
         )
 
     def wait_idle(self, timeout_s: float) -> bool:

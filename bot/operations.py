@@ -42,6 +42,11 @@ from bot.workers import Lanes, Origin
 
 logger = logging.getLogger(__name__)
 
+#: A modal's update after a transient failure: tries, and the pause before the n-th retry
+#: (n × this). Short: the person is looking at the modal.
+VIEW_UPDATE_TRIES = 3
+VIEW_UPDATE_PAUSE_S = 1.0
+
 #: (verb, plan id, Slack user id, plan content hash)
 DecisionKey = tuple[str, str, str, str]
 #: How long a decision just made absorbs repeats of the same click.
@@ -289,11 +294,25 @@ class IncidentOps:
             self._tell(channel, user, result.message)
         if view_id:
             try:
-                self._slack.update_view(view_id, view)
+                self._update_view(view_id, view)
             except SlackCallFailed as e:
                 logger.warning("undo result not shown in the modal: %s", e.error)
-                if result.status is UndoStatus.DRIFT:
+                if result.status in (UndoStatus.UNDONE, UndoStatus.DRIFT):  # not told above
                     self._tell(channel, user, result.message)
+
+    def _update_view(self, view_id: str, view: View) -> None:
+        """Replace a modal's content, again after a transient failure: a views.update sets
+        the whole view, so a repeat is harmless, and a modal left at "Undoing…" would never
+        say how the undo ended (issue 14's matrix, `slack:views.update` × 503)."""
+        for attempt in range(VIEW_UPDATE_TRIES):
+            try:
+                self._slack.update_view(view_id, view)
+                return
+            except SlackCallFailed as e:
+                if not e.transient or attempt == VIEW_UPDATE_TRIES - 1:
+                    raise
+                logger.info("views.update failed (%s); try %d", e.error, attempt + 2)
+                time.sleep(VIEW_UPDATE_PAUSE_S * (attempt + 1))
 
     def scope_of(self, incident_id: str) -> Scope:
         return self.brain.machine.incident(incident_id).scope

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.support.call_sites import CLIENT_IMPORTS, bot_sites, client_imports, scan
 from tests.support.registry import REGISTRY
-from tests.support.transient import SITES
+from tests.support.transient import DEAD, DRIVES, SITES
 
 
 def test_the_registry_is_what_the_code_calls() -> None:
@@ -66,3 +66,31 @@ def test_the_scan_sees_a_new_call_site(tmp_path: Path) -> None:
         "kube:patch": ("agents/adapters/kubernetes_cluster.py:KubernetesCluster.patch",),
         "slack:reminders.add": ("bot/new.py:remind",),
     }
+
+
+def _called_methods() -> set[str]:
+    """Every `x.name(...)` call's method name in the packages of the running bot."""
+    root = Path(__file__).resolve().parents[1]
+    names: set[str] = set()
+    for package in ("bot", "agents", "storage"):
+        for file in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    names.add(node.func.attr)
+    return names
+
+
+def test_a_site_marked_dead_has_no_caller() -> None:
+    """A dead site's mark goes with its last caller: once something calls the method, its
+    cells must be driven like any other (`DRIVES`), not reported as dead."""
+    called = _called_methods()
+    for site in DEAD:
+        methods = {loc.rsplit(".", 1)[-1] for loc in REGISTRY[site]}
+        assert not methods & called, f"{site} is marked dead but {methods & called} is called"
+
+
+def test_drives_and_dead_marks_name_sites_of_the_matrix() -> None:
+    ids = {s.id for s in SITES}
+    assert set(DRIVES) <= ids
+    assert set(DEAD) <= ids
+    assert not set(DRIVES) & set(DEAD)

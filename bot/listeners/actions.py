@@ -11,6 +11,7 @@ from slack_bolt import Ack, App
 
 from agents.incident.codec import diagnosis_from_json
 from agents.model import PlanStatus
+from bot.errors import SlackCallFailed
 from bot.ids import ActionId
 from bot.listeners.payloads import Click
 from bot.listeners.services import ListenerServices
@@ -60,7 +61,12 @@ def register_actions(app: App, services: ListenerServices) -> None:
         click = Click.of(body)
         view_id = None
         if click.trigger_id:
-            view_id = slack.open_view(click.trigger_id, render_undo_checking(click.value))
+            try:
+                view_id = slack.open_view(click.trigger_id, render_undo_checking(click.value))
+            except SlackCallFailed as e:
+                # The modal only shows the undo; the undo is what was asked for. Without the
+                # modal its result still reaches the channel (and a refusal the person).
+                logger.warning("undo %s: the modal did not open: %s", click.value, e.error)
         ops.undo(
             transaction_id=click.value, user=click.user, channel=click.channel, view_id=view_id
         )

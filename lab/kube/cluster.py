@@ -208,6 +208,12 @@ class LabCluster:
             self._server_thread.start()
         return self._server_thread.url
 
+    def end_watches(self) -> None:
+        """End every open watch stream, as an API server does when a watch's timeout runs
+        out or the server restarts: clients re-open their watches."""
+        if self._server_thread is not None:
+            self._server_thread.end_watches()
+
     @property
     def url(self) -> str:
         return self._server_thread.url if self._server_thread is not None else ""

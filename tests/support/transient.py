@@ -32,9 +32,14 @@ the next step, not covered here).
 Then the incident runs: wrong-target-port on geo, Approve pressed on each plan (again after
 15 s if the click left no trace, as a person would), until it closes or escalates, or
 `CELL_S`. A kubelet-like probe asks /readyz every 2 s meanwhile (that is how the readiness
-sites are reached). The judge (`judge`): no lost and no duplicated Slack message, no
-incident stuck, no transaction committed on a sustain window a faulted measurement read
-overlapped, no undo entry lost, the bot still serving (/healthz and /readyz answer 200).
+sites are reached). Sites that incident never calls have a `Drive` (`DRIVES`): what people
+and the cluster do besides, through the lab workspace and the lab cluster, so the bot makes
+the call — an Undo with its modal, an Undo after someone deleted the object, a pod-failure
+incident whose plan deletes pods, a bot nobody invited into #incidents, watch streams the API
+server ends. The judge (`judge`): no lost and no duplicated Slack message, no incident stuck,
+no transaction committed on a sustain window a faulted measurement read overlapped, no undo
+entry lost, the bot still serving (/healthz and /readyz answer 200); where an Undo was
+pressed, the transaction undone and the person's modal showing the result.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ from agents.detection.records import incident_from_row
 from agents.model import IncidentId, IncidentState, TransactionStatus, UndoState
 from agents.tnr.ledger import StorageLedger
 from agents.tnr.records import TransactionRecord
+from bot.ids import CallbackId
 from bot.messages import IncidentMessages
 from bot.services import Options
 from lab.alerts import attach_alerts
@@ -75,6 +81,7 @@ from storage import Store
 from storage.db import Database
 from tests.bot.scenario.harness import (
     ACK_TIMEOUT_S,
+    BOLT_ACK_TIMEOUT_S,
     HOTEL,
     LIMITS,
     POLICY,
@@ -112,6 +119,19 @@ GEO_ANSWER = {
     },
     "alternatives": [],
     "summary": "geo's Service points at the wrong port.",
+}
+
+
+POD_FAILURE_ANSWER = {
+    "root_cause": {
+        "service": "geo",
+        "category": "virtualization/operation_error",
+        "confidence": 0.9,
+        "explanation": "geo's pods run a pause image and serve nothing; search fails.",
+        "evidence": [0],
+    },
+    "alternatives": [],
+    "summary": "geo's pods failed (pause image); fresh pods from the template would serve.",
 }
 
 
@@ -207,6 +227,48 @@ def _sql(kind: str) -> Callable[[bytes], bool]:
     return match
 
 
+class Drive(StrEnum):
+    """What a cell's run does besides the incident, as people and the cluster would, so the
+    bot makes the site's call: the plain incident (a Service fix, approved) reaches most."""
+
+    INCIDENT = "incident"
+    #: After the close, alice presses Undo on the outcome message: a modal opens
+    #: (`views.open`) and shows the result (`views.update`).
+    UNDO = "undo"
+    #: Before that Undo, someone deletes the object the transaction changed (as `kubectl
+    #: delete` would); the Undo shows the drift and alice submits "Overwrite & undo", so the
+    #: restore re-creates the object (`kube:create`).
+    UNDO_DELETED = "undo-deleted"
+    #: The incident is a pod failure (chaos-mesh's pause image on geo's pods): the plan
+    #: deletes the failed pods, a dry run in the preview, then the write (`kube:delete`).
+    DELETE_POD = "delete-pod"
+    #: The bot is not a member of #incidents (nobody invited it): it joins it to announce
+    #: the incident (`conversations.join`).
+    JOIN = "join"
+    #: Once the fault is armed, the API server ends every watch stream (a watch's timeout,
+    #: an API server restart), so the bot re-opens its watches inside the fault window.
+    REOPEN_WATCHES = "reopen-watches"
+
+
+#: Sites the plain incident does not reach, and the drive that reaches each.
+DRIVES: dict[str, Drive] = {
+    "slack:views.open": Drive.UNDO,
+    "slack:views.update": Drive.UNDO,
+    "kube:create": Drive.UNDO_DELETED,
+    "kube:delete": Drive.DELETE_POD,
+    "slack:conversations.join": Drive.JOIN,
+    "kube:watch": Drive.REOPEN_WATCHES,
+}
+
+
+#: Sites no code path calls: listed by the scan (the method that makes the call exists),
+#: reached by no incident and no person. `tests/test_transient_drives.py` fails when a
+#: caller appears, so the mark cannot outlive the dead code.
+DEAD: dict[str, str] = {
+    "slack:pins.remove": "`SlackIO.unpin` (bot/slack_io.py) has no caller",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Site:
     id: str
@@ -216,9 +278,18 @@ class Site:
     measures: bool = False
     #: Made only while the bot starts: the injection is armed before it starts.
     at_start: bool = False
+    drive: Drive = Drive.INCIDENT
 
 
 def _site(site_id: str) -> Site:
+    site = _match_site(site_id)
+    drive = DRIVES.get(site_id, Drive.INCIDENT)
+    # The bot joins #incidents once, at its first announcement: that can be a warm-up
+    # incident's, before a cell armed after the start would be (the first 503 cell missed it).
+    return replace(site, drive=drive, at_start=site.at_start or drive is Drive.JOIN)
+
+
+def _match_site(site_id: str) -> Site:
     service, _, operation = site_id.partition(":")
     if service == "slack":
         methods = (
@@ -335,6 +406,19 @@ def sample_cells(seed: int = SAMPLE_SEED) -> list[Cell]:
     return cells
 
 
+#: Sites an incident with this drive never calls: the pod-failure incident's plan deletes
+#: pods, so it neither replaces an object nor has one to re-create on Undo.
+UNREACHED_WITH: dict[Drive, frozenset[str]] = {
+    Drive.DELETE_POD: frozenset({"kube:replace", "kube:create"}),
+}
+
+
+def unreached(incident: list[Cell]) -> list[Cell]:
+    drives = {site.drive for site, _ in incident}
+    missed = frozenset().union(*(UNREACHED_WITH.get(d, frozenset()) for d in drives))
+    return [c for c in incident if c[0].id in missed]
+
+
 def sample_incidents(seed: int = SAMPLE_SEED) -> list[list[Cell]]:
     cells = sample_cells(seed)
     incidents = [cells[i : i + PER_INCIDENT] for i in range(0, len(cells), PER_INCIDENT)]
@@ -342,6 +426,17 @@ def sample_incidents(seed: int = SAMPLE_SEED) -> list[list[Cell]]:
     # may never call (`views.open` is called only when someone opens a modal) fires no fault.
     if len(incidents) > 1 and len(incidents[-1]) < PER_INCIDENT // 2:
         incidents[-2].extend(incidents.pop())
+    # A cell dealt into an incident whose drive never makes its call changes places with a
+    # plain cell of another incident, so every sampled cell can fire.
+    for incident in incidents:
+        for cell in unreached(incident):
+            for other in incidents:
+                plain = [c for c in other if c[0].drive is Drive.INCIDENT]
+                if other is incident or not plain or unreached([*other, cell]):
+                    continue
+                i, j = incident.index(cell), other.index(plain[0])
+                incident[i], other[j] = other[j], incident[i]
+                break
     return incidents
 
 
@@ -428,11 +523,19 @@ def transient_lab(
     postgres_url: str = DEFAULT_POSTGRES_URL,
     before_start: Callable[[Proxies], None] | None = None,
     seed: int = 5,
+    drives: frozenset[Drive] = frozenset(),
 ) -> Iterator[TransientLab]:
     tmp.mkdir(parents=True, exist_ok=True)
     stack = contextlib.ExitStack()
     with stack:
-        ws = SlackWorkspace(replace(WorkspaceConfig(), ack_timeout_s=ACK_TIMEOUT_S))
+        workspace = WorkspaceConfig()
+        if Drive.JOIN in drives:
+            channels = tuple(
+                replace(c, bot_member=False) if c.name == "incidents" else c
+                for c in workspace.channels
+            )
+            workspace = replace(workspace, channels=channels)
+        ws = SlackWorkspace(replace(workspace, ack_timeout_s=ACK_TIMEOUT_S))
         ws.start()
         stack.callback(ws.stop)
         world = LabWorld(
@@ -453,7 +556,8 @@ def transient_lab(
         alerts = attach_alerts(world, webhook=forwarder, route=ROUTE)
         prom = PromApi(world, alerts).start()
         stack.callback(prom.stop)
-        model = MessagesStandIn([tool_use("submit_diagnosis", GEO_ANSWER)] * 200)
+        answer = POD_FAILURE_ANSWER if Drive.DELETE_POD in drives else GEO_ANSWER
+        model = MessagesStandIn([tool_use("submit_diagnosis", answer)] * 200)
         model.start()
         stack.callback(model.stop)
         schema = stack.enter_context(_schema(postgres_url))
@@ -500,7 +604,12 @@ def transient_lab(
             # Below HANG_S, so "timeout" is the client's own timeout for this client too.
             STRATUS_LLM_TIMEOUT_S="5",
         )
-        options = Options(clock=world.clock, limits=LIMITS, housekeeping_interval_s=1.0)
+        options = Options(
+            clock=world.clock,
+            limits=LIMITS,
+            housekeeping_interval_s=1.0,
+            ack_timeout_s=BOLT_ACK_TIMEOUT_S,
+        )
         lab = BotLab(
             ws=ws,
             world=world,
@@ -617,14 +726,19 @@ def run_cells(
                     armed.append(_arm(proxies, site, fault_kind, datetime.now))
 
         lab_dir = tmp / f"incident-{n}"
-        with transient_lab(lab_dir, postgres_url=postgres_url, before_start=before_start) as tl:
+        drives = frozenset(site.drive for site, _ in cells)
+        with transient_lab(
+            lab_dir, postgres_url=postgres_url, before_start=before_start, drives=drives
+        ) as tl:
             for _, _, window in armed:
                 window.clock = tl.lab.world.clock.now
             _quiet(tl)
             for site, fault_kind in cells:
                 if not site.at_start:
                     armed.append(_arm(tl.proxies, site, fault_kind, tl.lab.world.clock.now))
-            _one_incident(tl, armed, results)
+            if Drive.REOPEN_WATCHES in drives:
+                tl.lab.world.cluster.end_watches()
+            _one_incident(tl, armed, results, drives)
     return results
 
 
@@ -658,26 +772,36 @@ def _arm(
 
 
 def _one_incident(
-    tl: TransientLab, armed: list[tuple[Cell, Injection, _Window]], results: list[CellResult]
+    tl: TransientLab,
+    armed: list[tuple[Cell, Injection, _Window]],
+    results: list[CellResult],
+    drives: frozenset[Drive] = frozenset(),
 ) -> None:
     """One incident with `armed` faults, judged."""
     lab = tl.lab
     started = time.monotonic()
     seen = tl.seen
     before = seen.incident_ids()
-    fault("wrong-target-port").inject(lab.world, app=HOTEL)
+    broken = "pod-failure" if Drive.DELETE_POD in drives else "wrong-target-port"
+    fault(broken).inject(lab.world, app=HOTEL)
+    undos: list[UndoClick] = []
     with _Prober(f"{lab.runtime.http_url}/readyz"):
         incident_id = lab.wait("a new incident", lambda: _new_incident(seen, before), 60)
         _drive(lab, seen, incident_id)
-    for (site, fault_kind), injected, _window in armed:
-        result = CellResult(site=site.id, fault=fault_kind)
+        if drives & {Drive.UNDO, Drive.UNDO_DELETED}:
+            undos = _undo(lab, seen, incident_id, delete_first=Drive.UNDO_DELETED in drives)
+    cell_results = [
+        CellResult(site=site.id, fault=fault_kind) for (site, fault_kind), _, _ in armed
+    ]
+    results.extend(cell_results)
+    judge(lab, seen, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results, undos)
+    # Counted after the judge, which waits for the bot to finish: the calls a click sets off
+    # (the Undo modal's `views.update`) may come after the drive returns.
+    for result, (_, injected, _) in zip(cell_results, armed, strict=True):
         result.faulted = len(injected.faulted)
         result.passed_after = len(injected.passed)
         if injected.faulted and injected.passed:
             result.delay_s = injected.passed[0] - injected.faulted[0]
-        results.append(result)
-    cell_results = results[len(results) - len(armed) :]
-    judge(lab, seen, [(c, w.stamps) for c, _, w in armed], incident_id, cell_results)
     wall = time.monotonic() - started
     for result in cell_results:
         result.wall_s = wall
@@ -720,6 +844,128 @@ def _drive(lab: BotLab, seen: Observer, incident_id: str) -> None:
         time.sleep(0.1)
 
 
+UNDO_WAIT_S = 30.0  # for the modal to answer an Undo click, or the undo to finish
+UNDO_CLICKS = 3  # a person presses Undo again when nothing answers, this many times at most
+
+
+@dataclass
+class UndoClick:
+    """What the Undo drive did: the transaction, the clicks, the modals it saw."""
+
+    transaction_id: str
+    clicks: int = 0
+    views: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    confirmed: bool = False
+
+
+def _undo(lab: BotLab, seen: Observer, incident_id: str, *, delete_first: bool) -> list[UndoClick]:
+    """alice presses Undo on the last committed transaction's outcome message, as a person
+    who changed their mind would; with `delete_first`, someone has deleted the objects it
+    changed before that (kubectl delete), and alice submits the drift modal's "Overwrite &
+    undo". Nothing to do if no transaction committed (the cell then reports what it reached)."""
+    committed = [
+        t for t in seen.transactions(incident_id) if t.status is TransactionStatus.COMMITTED
+    ]
+    if not committed:
+        return []
+    tx = committed[-1]
+    click = UndoClick(transaction_id=tx.id)
+
+    def outcome() -> tuple[str, str] | None:
+        rows = seen.store.slack_messages.find(
+            incident_id=incident_id, kind=MessageKind.OUTCOME.value
+        )
+        for row in rows:
+            message = lab.ws.message(row.channel, row.ts) if row.ref == tx.id else None
+            if message is not None and ActionId.UNDO in buttons(message):
+                return row.channel, row.ts
+        return None
+
+    where = _wait_for(outcome, SYNC_S)
+    if where is None:
+        return [click]
+    if delete_first:
+        for entry in seen.ledger.stack(tx.id):
+            target = entry.target
+            if entry.state is UndoState.APPLIED and lab.world.api.get(
+                target.kind, target.namespace, target.name
+            ):
+                lab.world.api.delete(target.kind, target.namespace, target.name)
+                click.deleted.append(str(target))
+
+    def status() -> TransactionStatus:
+        return next(t.status for t in seen.transactions(incident_id) if t.id == tx.id)
+
+    def answered() -> str | None:
+        if status() is not TransactionStatus.COMMITTED:
+            return "done"
+        views = lab.ws.views("alice")
+        if views and views[-1].get("callback_id") == CallbackId.UNDO_DRIFT:
+            return "drift"
+        return None
+
+    while click.clicks < UNDO_CLICKS and status() is TransactionStatus.COMMITTED:
+        for view in lab.ws.views("alice"):  # a modal left from the last try: closed first
+            lab.ws.close_view("alice", view["id"])
+        click.clicks += 1
+        with contextlib.suppress(Exception):
+            lab.ws.click("alice", where[0], where[1], ActionId.UNDO)
+        click.views += [v["id"] for v in lab.ws.views("alice") if v["id"] not in click.views]
+        state = _wait_for(answered, UNDO_WAIT_S)
+        click.views += [v["id"] for v in lab.ws.views("alice") if v["id"] not in click.views]
+        if state == "drift":
+            drift = lab.ws.views("alice")[-1]
+            with contextlib.suppress(Exception):
+                lab.ws.submit_view("alice", drift["id"], {})
+            click.confirmed = True
+            _wait_for(lambda: status() is not TransactionStatus.COMMITTED or None, UNDO_WAIT_S)
+    return [click]
+
+
+def _wait_for(predicate: Callable[[], Any], timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    return None
+
+
+def undo_problems(
+    lab: BotLab, seen: Observer, incident_id: str, undos: list[UndoClick]
+) -> list[str]:
+    """What a person who pressed Undo would find wrong: the transaction not undone after
+    `UNDO_CLICKS` tries, an object the undo should have put back not there, or a modal of
+    theirs that never left "Undoing…" though the undo is over."""
+    problems: list[str] = []
+    for click in undos:
+        tx = next(t for t in seen.transactions(incident_id) if t.id == click.transaction_id)
+        if click.clicks == 0:
+            problems.append(f"lost: no Undo button on {tx.id}'s outcome message")
+            continue
+        if tx.status is not TransactionStatus.UNDONE:
+            problems.append(
+                f"Undo of {tx.id} pressed {click.clicks} times, still {tx.status.value}"
+            )
+        for entry in seen.ledger.stack(tx.id):
+            t = entry.target
+            if (
+                entry.state is UndoState.RESTORED
+                and lab.world.api.get(t.kind, t.namespace, t.name) is None
+            ):
+                problems.append(f"undo of {tx.id} marked {t} restored, but it does not exist")
+        if tx.status is not TransactionStatus.UNDONE:
+            continue
+        still_open = {v["id"]: v for v in lab.ws.views("alice")}
+        for view_id in click.views:
+            view = still_open.get(view_id)
+            if view is not None and "Undoing" in json.dumps(view):
+                problems.append(f"lost: alice's Undo modal still says 'Undoing {tx.id}…'")
+    return problems
+
+
 # ---------------------------------------------------------------------- the verdict
 
 
@@ -758,6 +1004,15 @@ def slack_problems(lab: BotLab, seen: Observer, incident_id: str) -> list[str]:
             problems.append(f"lost: the {wanted.kind.value} message was never posted")
         elif lab.ws.message(row.channel, row.ts) is None:
             problems.append(f"lost: the {wanted.kind.value} message is not in the workspace")
+    # An incident with its own channel is announced in #incidents (`Channels.open`); that
+    # message is posted once, not re-rendered from storage, so IncidentMessages omits it.
+    own_channel = any(r.kind == MessageKind.SUMMARY.value and not r.thread_ts for r in rows)
+    announced = [r for r in rows if r.kind == MessageKind.ANNOUNCE.value]
+    if own_channel and not announced:
+        problems.append("lost: the incident was never announced in #incidents")
+    for row in announced:
+        if lab.ws.message(row.channel, row.ts) is None:
+            problems.append("lost: the announcement is not in #incidents")
     # Recorded by any incident: the announce channel holds every incident's announcement.
     known = {(r.channel, r.ts) for r in store.slack_messages.find()}
     channels = {r.channel for r in rows}
@@ -795,6 +1050,7 @@ def judge(
     cells: list[tuple[Cell, list[datetime]]],
     incident_id: str,
     results: list[CellResult],
+    undos: list[UndoClick] | None = None,
 ) -> None:
     """Judge the incident once; every cell armed in it gets the same violations (the CI
     sample arms several sites per incident, so a violation names the sites)."""
@@ -806,6 +1062,9 @@ def judge(
     v += _poll(lambda: [p for u in ("/healthz", "/readyz") if (p := _serving(http + u))], 30)
     # No lost and no duplicated Slack message (the housekeeping job retries failed syncs).
     v += _poll(lambda: slack_problems(lab, seen, incident_id), SYNC_S)
+    # What the person who pressed Undo sees (the Undo drives): done, and told so.
+    if undos:
+        v += _poll(lambda: undo_problems(lab, seen, incident_id, undos), SYNC_S)
     state = seen.state(incident_id)
     txs = seen.transactions(incident_id)
     statuses = [t.status.value for t in txs]

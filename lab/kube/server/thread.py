@@ -80,6 +80,11 @@ class ServerThread:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    def end_watches(self) -> None:
+        """End every open watch stream (on the server's loop; callable from any thread)."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._server.close_watches)
+
     def stop(self) -> None:
         if self._thread is None or self._loop is None:
             return
