@@ -155,8 +155,11 @@ def test_up_exports_the_chosen_signal_convention(tmp_path: Path) -> None:
         state = json.loads(state_file(running.kubeconfig).read_text())
         deadline = time.monotonic() + 60
         text = ""
-        while "istio_requests_total{" not in text and time.monotonic() < deadline:
-            time.sleep(0.5)  # until the pods are ready and serve traffic
+        wanted = ("istio_requests_total{", "istio_request_duration_milliseconds_bucket{")
+        while not all(w in text for w in wanted) and time.monotonic() < deadline:
+            # Until the pods are ready and serve traffic: the counters appear with the first
+            # requests, the latency histogram with the first request that was timed.
+            time.sleep(0.5)
             with urllib.request.urlopen(state["metrics_url"], timeout=10) as answer:
                 text = answer.read().decode()
         assert "istio_requests_total{" in text, text[-2000:]
