@@ -18,8 +18,16 @@ import pytest
 import yaml
 
 from agents.adapters.kubernetes_cluster import KubernetesCluster
-from agents.cache.cluster_cache import CACHED_KINDS, CacheSettings, ClusterCache, _selector
+from agents.cache.cluster_cache import (
+    CACHED_KINDS,
+    CacheSettings,
+    ClusterCache,
+    _lean,
+    _selector,
+)
 from agents.journal import ChangeJournal, JournalWatcher
+from agents.kubeparse import parse_event
+from agents.model import KubeObject
 from lab.clock import LabClock
 from lab.kube.cluster import LabCluster
 from lab.kube.server.counting import CountingServer
@@ -293,3 +301,47 @@ def test_the_journal_follows_the_caches_watches_instead_of_opening_its_own(
         watcher.stop(timeout_s=1)
         _close(cache, lab)
         store.close()
+
+
+def test_a_cached_event_keeps_what_is_read_of_it_and_nothing_else() -> None:
+    event = {
+        "metadata": {
+            "name": "geo-7d9.17a",
+            "namespace": "hotel",
+            "uid": "u-1",
+            "resourceVersion": "42",
+            "creationTimestamp": "2026-12-03T10:00:00Z",
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "involvedObject": {"kind": "Pod", "name": "geo-7d9", "uid": "u-2", "fieldPath": "x"},
+        "reason": "BackOff",
+        "message": "Back-off restarting failed container",
+        "type": "Warning",
+        "count": 7,
+        "lastTimestamp": "2026-12-03T10:05:00Z",
+        "firstTimestamp": "2026-12-03T10:00:00Z",
+        "source": {"component": "kubelet", "host": "node-1"},
+        "reportingComponent": "kubelet",
+    }
+    kept = _lean(KubeObject(event), "Event")
+    assert parse_event(kept.body) == parse_event(event)
+    assert kept.name == "geo-7d9.17a"
+    assert kept.body == {
+        "metadata": {
+            "name": "geo-7d9.17a",
+            "namespace": "hotel",
+            "resourceVersion": "42",
+            "creationTimestamp": "2026-12-03T10:00:00Z",
+        },
+        "involvedObject": {"kind": "Pod", "name": "geo-7d9"},
+        "reason": "BackOff",
+        "message": "Back-off restarting failed container",
+        "type": "Warning",
+        "count": 7,
+        "lastTimestamp": "2026-12-03T10:05:00Z",
+    }
+    pod = {"metadata": {"name": "geo-7d9", "managedFields": [{}]}, "spec": {"nodeName": "n"}}
+    assert _lean(KubeObject(pod), "Pod").body == {
+        "metadata": {"name": "geo-7d9"},
+        "spec": {"nodeName": "n"},
+    }
