@@ -19,11 +19,11 @@ from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.diagnosis import LanguageModel
 from agents.incident.headless import HeadlessLoop, auto_approve
 from agents.model import Scope
+from agents.planning.plan import Planner
 from agents.policy import build_policy
 from agents.tnr import TnrLimits
 from agents.wiring import Brain, build_brain
 from lab.alerts import LabAlerts, attach_alerts
-from agents.planning.plan import Planner
 from lab.bench.agents import AgentSpec
 from lab.bench.fallible import FalliblePlanner, PlanNoise
 from lab.sim.world import LabWorld, WorldConfig
