@@ -4,7 +4,7 @@ baselines.
     stratus bench [--suite DIR] [--agents stratus,naive,no-undo,no-retry] [--seed N]
                   [--scenario ID] [--jobs N] [--reasoner auto|offline|claude]
                   [--signals lab|otel|istio|linkerd|micrometer|ingress-nginx]
-                  [--json PATH] [--markdown PATH] [--chart PATH]
+                  [--plan-noise P] [--json PATH] [--markdown PATH] [--chart PATH]
 
 One progress line per run (scenario, agent, outcome, wall seconds) on stderr. The exit code is
 1 when a scenario file or run was unusable (each is reported with file, field and reason; the
@@ -13,6 +13,8 @@ scores are. The reasoner is the offline one unless `--reasoner claude`, or `auto
 ANTHROPIC_API_KEY configured (through `bot.config`, like every setting). `--signals` makes the
 lab's telemetry read as another metric convention would expose it, through the built-in signal
 profile of that name (the alert rules stay in the lab's names); the report says which.
+`--plan-noise P` makes the planner propose a plausible wrong plan with probability P, the same
+way for every agent (`lab.bench.fallible`, documented in `lab/scenarios/README.md`).
 
 This module is the composition root of the bench: the only place that joins `bot.config` to
 the lab. The lab is imported inside the command so that `stratus --help` stays fast.
@@ -114,6 +116,13 @@ def _write(path: Path, data: str | bytes) -> None:
     help="Metric convention of the lab's telemetry, read with the signal profile of that name.",
 )
 @click.option(
+    "--plan-noise",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Probability that a proposed plan is replaced by a plausible wrong one (all agents).",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -143,6 +152,7 @@ def bench(
     jobs: int,
     reasoner: str,
     signals: str,
+    plan_noise: float,
     json_path: Path | None,
     markdown_path: Path | None,
     chart_path: Path | None,
@@ -177,7 +187,7 @@ def bench(
     click.echo(
         f"bench: {len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s) = {total} run(s), "
         f"seed {seed}, {'offline' if model is None else model.name} reasoner, signal profile "
-        f"{signals}, {jobs} job(s)",
+        f"{signals}, plan noise {plan_noise:g}, {jobs} job(s)",
         err=True,
     )
 
@@ -192,7 +202,7 @@ def bench(
         report = run_bench(
             suite,
             chosen,
-            BenchConfig(seed=seed, signals=signals),
+            BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise),
             suite_name=str(directory),
             model=model,
             jobs=jobs,
@@ -214,7 +224,9 @@ def bench(
         click.echo(
             f"{name}: mitigation {100 * s.mitigation_success_rate:.1f} %, detection "
             f"{100 * s.detection_accuracy:.1f} %, Acc@1 {100 * s.localization_acc1:.1f} %, "
-            f"TNR violations {s.tnr_violations}, harmful end states {s.harmful_end_states}"
+            f"TNR violations {s.tnr_violations}, harmful end states {s.harmful_end_states}, "
+            f"healed without a page {100 * s.healed_without_page_rate:.1f} %, collateral "
+            f"drift {s.collateral_drift}, pages {s.pages}"
         )
     click.echo(f"bench finished in {report.wall_s:.0f} s", err=True)
     if report.failed:
