@@ -42,16 +42,13 @@ ABSENT = "<absent>"
 
 def flatten(value: Any, prefix: str) -> Fields:
     """`{"a": {"b": [ {"name": "x", "c": 1} ]}}` → `{"a.b[x].c": 1}`: lists of named items
-    are keyed by name, so a reordering is not a change; other lists by position."""
+    are keyed by name, so a reordering is not a change; other lists by position. An empty map
+    or list is no field (the API server treats it as absent too)."""
     out: Fields = {}
     if isinstance(value, dict):
-        if not value:
-            out[prefix] = {}
         for key, item in value.items():
             out.update(flatten(item, f"{prefix}.{key}"))
     elif isinstance(value, list):
-        if not value:
-            out[prefix] = []
         named = all(isinstance(v, dict) and "name" in v for v in value)
         for i, item in enumerate(value):
             label = item["name"] if named else i
