@@ -7,7 +7,7 @@ lab's stand-ins. Both get the same wiring, which is what the tests exercise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.detection.detector import Detector, DetectorConfig
@@ -19,6 +19,7 @@ from agents.incident.events import Notifier, RecordingNotifier
 from agents.incident.machine import IncidentMachine
 from agents.journal import ChangeJournal
 from agents.planning import RulePlanner
+from agents.planning.plan import Planner
 from agents.policy import Policy, default_policy
 from agents.ports import Clock, ClusterReader, ClusterWriter, MetricsSource
 from agents.redact import redact_text
@@ -66,13 +67,18 @@ def build_brain(
     detector_config: DetectorConfig | None = None,
     scan_config: ScanConfig | None = None,
     cached: ClusterReader | None = None,
+    plan_through: Callable[[Planner], Planner] | None = None,
 ) -> Brain:
     """`limits` overrides the policy's transaction limits (the bench runs shorter windows).
 
     `cached` (the bot's `ClusterCache`) serves the reads that may lag the server by a watch's
     delivery: the scan, detection's μ0, diagnosis and planning. The transaction engine (its
     previews, writes, validation and undo) always reads `reader`: validation measures the
-    effect of our own write and must never see the state from before it."""
+    effect of our own write and must never see the state from before it.
+
+    `plan_through` wraps the planner the incident machine calls: the bench's seam for a
+    planner that is sometimes wrong (`lab.bench.fallible`). The bot passes nothing; wrapped
+    plans still go through admission, the dry run and the engine like any other."""
     policy = policy or default_policy()
     defaults = policy.defaults
     meter = SeverityMeter(
@@ -114,7 +120,7 @@ def build_brain(
     machine = IncidentMachine(
         store=store,
         diagnoser=diagnoser,
-        planner=planner,
+        planner=plan_through(planner) if plan_through is not None else planner,
         engine=engine,
         undoer=undoer,
         policy=policy,

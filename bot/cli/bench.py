@@ -4,6 +4,7 @@ baselines.
     stratus bench [--suite DIR] [--agents stratus,naive,no-undo,no-retry] [--seed N]
                   [--scenario ID] [--jobs N] [--reasoner auto|offline|claude]
                   [--signals lab|otel|istio|linkerd|micrometer|ingress-nginx]
+                  [--plan-noise P | --sweep plan-noise=0,0.2,0.4]
                   [--json PATH] [--markdown PATH] [--chart PATH]
 
 One progress line per run (scenario, agent, outcome, wall seconds) on stderr. The exit code is
@@ -13,6 +14,10 @@ scores are. The reasoner is the offline one unless `--reasoner claude`, or `auto
 ANTHROPIC_API_KEY configured (through `bot.config`, like every setting). `--signals` makes the
 lab's telemetry read as another metric convention would expose it, through the built-in signal
 profile of that name (the alert rules stay in the lab's names); the report says which.
+`--plan-noise P` makes the planner propose a plausible wrong plan with probability P, the same
+way for every agent (`lab.bench.fallible`, documented in `lab/scenarios/README.md`); `--sweep
+plan-noise=…` runs the whole bench at each value and writes one report (JSON, Markdown, and a
+chart of the curves: healed without a page, collateral drift, harmful end states against P).
 
 This module is the composition root of the bench: the only place that joins `bot.config` to
 the lab. The lab is imported inside the command so that `stratus --help` stays fast.
@@ -30,7 +35,10 @@ import click
 from bot.config import SettingsError, environment, load_settings
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agents.diagnosis import LanguageModel
+    from lab.bench import AgentSpec, BenchConfig, Suite
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -114,6 +122,19 @@ def _write(path: Path, data: str | bytes) -> None:
     help="Metric convention of the lab's telemetry, read with the signal profile of that name.",
 )
 @click.option(
+    "--plan-noise",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Probability that a proposed plan is replaced by a plausible wrong one (all agents).",
+)
+@click.option(
+    "--sweep",
+    "sweep_text",
+    default=None,
+    help="Run the bench at each value and write one report: plan-noise=0,0.2,0.4.",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -143,6 +164,8 @@ def bench(
     jobs: int,
     reasoner: str,
     signals: str,
+    plan_noise: float,
+    sweep_text: str | None,
     json_path: Path | None,
     markdown_path: Path | None,
     chart_path: Path | None,
@@ -154,11 +177,16 @@ def bench(
     from lab.bench.chart import render_chart
     from lab.bench.markdown import render_markdown
     from lab.bench.results import RunResult
+    from lab.bench.sweep import parse_sweep
 
     try:
         chosen = parse_agents(agents)
     except BenchError as e:
         raise click.BadParameter(str(e), param_hint="--agents") from e
+    try:
+        sweep_values = parse_sweep(sweep_text) if sweep_text is not None else None
+    except BenchError as e:
+        raise click.BadParameter(str(e), param_hint="--sweep") from e
     directory = suite_dir or SUITE_DIR
     suite = load_suite(directory)
     if scenario_id is not None:
@@ -170,6 +198,19 @@ def bench(
     for error in suite.errors:
         click.echo(f"stratus: scenario error: {error}", err=True)
     model = _model(reasoner)
+    if sweep_values is not None:
+        if model is not None:
+            click.echo("stratus: --sweep runs with the offline reasoner", err=True)
+        _sweep(
+            suite,
+            chosen,
+            BenchConfig(seed=seed, signals=signals),
+            sweep_values,
+            suite_name=str(directory),
+            jobs=jobs,
+            paths=(json_path, markdown_path, chart_path),
+        )
+        return
     if model is not None and jobs > 1:
         click.echo("stratus: the Claude reasoner runs with --jobs 1", err=True)
         jobs = 1
@@ -177,7 +218,7 @@ def bench(
     click.echo(
         f"bench: {len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s) = {total} run(s), "
         f"seed {seed}, {'offline' if model is None else model.name} reasoner, signal profile "
-        f"{signals}, {jobs} job(s)",
+        f"{signals}, plan noise {plan_noise:g}, {jobs} job(s)",
         err=True,
     )
 
@@ -192,7 +233,7 @@ def bench(
         report = run_bench(
             suite,
             chosen,
-            BenchConfig(seed=seed, signals=signals),
+            BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise),
             suite_name=str(directory),
             model=model,
             jobs=jobs,
@@ -214,10 +255,62 @@ def bench(
         click.echo(
             f"{name}: mitigation {100 * s.mitigation_success_rate:.1f} %, detection "
             f"{100 * s.detection_accuracy:.1f} %, Acc@1 {100 * s.localization_acc1:.1f} %, "
-            f"TNR violations {s.tnr_violations}, harmful end states {s.harmful_end_states}"
+            f"TNR violations {s.tnr_violations}, harmful end states {s.harmful_end_states}, "
+            f"healed without a page {100 * s.healed_without_page_rate:.1f} %, collateral "
+            f"drift {s.collateral_drift}, pages {s.pages}"
         )
     click.echo(f"bench finished in {report.wall_s:.0f} s", err=True)
     if report.failed:
         for line in report.scenario_errors:
             click.echo(f"stratus: scenario error: {line}", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+def _sweep(
+    suite: Suite,
+    chosen: Sequence[AgentSpec],
+    config: BenchConfig,
+    values: Sequence[float],
+    *,
+    suite_name: str,
+    jobs: int,
+    paths: tuple[Path | None, Path | None, Path | None],
+) -> None:
+    import json
+
+    from lab.bench.results import RunResult
+    from lab.bench.sweep import render_sweep_chart, render_sweep_markdown, run_sweep
+
+    json_path, markdown_path, chart_path = paths
+    click.echo(
+        f"bench sweep: plan noise {', '.join(f'{v:g}' for v in values)} × "
+        f"{len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s), seed {config.seed}, "
+        f"{jobs} job(s)",
+        err=True,
+    )
+
+    def progress(result: RunResult, done: int, count: int) -> None:
+        click.echo(f"[{done}/{count}] {result.id} · {result.agent}: {result.outcome}", err=True)
+
+    sweep = run_sweep(
+        suite, chosen, config, values, suite_name=suite_name, jobs=jobs, on_result=progress
+    )
+    if json_path is not None:
+        _write(json_path, json.dumps(sweep.to_json(), indent=2, ensure_ascii=False) + "\n")
+    chart_name = None
+    if chart_path is not None:
+        _write(chart_path, render_sweep_chart(sweep))
+        chart_name = chart_path.name
+    if markdown_path is not None:
+        _write(markdown_path, render_sweep_markdown(sweep, chart=chart_name))
+    for value, report in sweep.points:
+        for name in report.agents:
+            s = report.summaries[name]
+            click.echo(
+                f"P={value:g} {name}: healed without a page "
+                f"{100 * s.healed_without_page_rate:.1f} %, collateral drift "
+                f"{s.collateral_drift}, harmful end states {s.harmful_end_states}, TNR "
+                f"violations {s.tnr_violations}, pages {s.pages}"
+            )
+    if sweep.failed:
         sys.exit(EXIT_FAILED)

@@ -47,7 +47,12 @@ def run_one(
         where = workdir or Path(tmp)
         try:
             with Session.open(
-                app=loaded.scenario.app, agent=agent, config=config, workdir=where, model=model
+                app=loaded.scenario.app,
+                agent=agent,
+                config=config,
+                workdir=where,
+                model=model,
+                scenario=loaded.scenario.id,
             ) as session:
                 facts = Runner(session, loaded, config).run()
             check_truth(loaded, facts)

@@ -34,9 +34,9 @@ _COUNTS: tuple[tuple[str, Callable[[AgentSummary], float]], ...] = (
     ("writes while\nhealthy", lambda s: float(s.writes_while_healthy)),
     ("false-positive\nincidents", lambda s: float(s.false_positive_incidents)),
 )
-_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
-_STYLE: dict[RcKeyType, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 10,
     "axes.grid": True,
@@ -57,13 +57,13 @@ def render_chart(report: BenchReport) -> bytes:
 
     names = list(report.agents)
     width = 0.8 / max(1, len(names))
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context(STYLE):
         figure = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)
         rates, counts = figure.subplots(1, 2, width_ratios=(1, 1))
         for index, name in enumerate(names):
             summary = report.summaries[name]
-            colour = _COLOURS[index % len(_COLOURS)]
+            colour = COLOURS[index % len(COLOURS)]
             offset = (index - (len(names) - 1) / 2) * width
             xs = [i + offset for i in range(len(_RATES))]
             values = [100 * f(summary) for _, f in _RATES]

@@ -125,6 +125,12 @@ class RunFacts:
     harmful: tuple[str, ...]  # baseline workloads deleted or at zero at the end, not by a fault
     lab_s: float  # how long the run lasted
     end_reason: str
+    #: Collateral drift (`lab.bench.drift`): `Kind/name path: before → after`, one per field.
+    drift: tuple[str, ...] = ()
+    #: `Kind/name` of every object a fault or noise step changed.
+    faulted: tuple[str, ...] = ()
+    #: What the fallible planner did, per plan it was asked for (`lab.bench.fallible`).
+    plan_noise: tuple[str, ...] = ()
     extra: JsonObject = field(default_factory=dict)
 
     @property

@@ -59,9 +59,20 @@ def summary_table(report: BenchReport) -> list[str]:
         ("Controls passed (no incident, no write)", lambda s: _pct(s.control_success_rate)),
         ("Median time to detect", lambda s: _secs(s.median_ttd_s)),
         ("Median time to localise", lambda s: _secs(s.median_ttl_s)),
-        ("Median time to mitigate", lambda s: _secs(s.median_ttm_s)),
+        ("Median time to heal (mitigate)", lambda s: _secs(s.median_ttm_s)),
         ("**TNR violations**", lambda s: f"**{s.tnr_violations}**"),
         ("**Harmful end states**", lambda s: f"**{s.harmful_end_states}**"),
+        (
+            "**Undoable faults healed without a page**",
+            lambda s: f"**{_pct(s.healed_without_page_rate)}**",
+        ),
+        ("Pages (undoable faults handed to a person)", lambda s: str(s.pages)),
+        (
+            "**Collateral drift** (fields / runs)",
+            lambda s: f"**{s.collateral_drift}** / {s.runs_with_drift}",
+        ),
+        ("Writes outside the ground truth", lambda s: str(s.writes_outside_truth)),
+        ("Plans replaced by the plan noise", lambda s: str(s.noisy_plans)),
         ("Escalations", lambda s: str(s.escalations)),
         ("Rollbacks", lambda s: str(s.rollbacks)),
         ("Transactions / writes", lambda s: f"{s.attempts} / {s.actions}"),
@@ -90,7 +101,17 @@ def _ratio_line(report: BenchReport) -> list[str]:
         if naive.mitigation_success_rate > 0
         else "undefined (naive healed none)"
     )
+    healed = (
+        f"{ours.healed_without_page_rate / naive.healed_without_page_rate:.2f}×"
+        if naive.healed_without_page_rate > 0
+        else "undefined (naive healed none without a page)"
+    )
     return [
+        f"Stratus vs naive: undoable faults healed without a page "
+        f"{_pct(ours.healed_without_page_rate)} vs {_pct(naive.healed_without_page_rate)} "
+        f"(ratio {healed}); collateral drift {ours.collateral_drift} vs "
+        f"{naive.collateral_drift} field(s).",
+        "",
         f"Stratus vs naive: mitigation success {_pct(ours.mitigation_success_rate)} vs "
         f"{_pct(naive.mitigation_success_rate)} (ratio {rate}); TNR violations "
         f"{ours.tnr_violations} vs {naive.tnr_violations}; harmful end states "
@@ -112,6 +133,36 @@ def scenario_table(report: BenchReport) -> list[str]:
             r = report.results[name][index]
             cells.append(_cell(f"{_mark(r.mitigated)} {r.outcome}"))
         lines.append(f"| `{row.id}` | {row.expect} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def left_behind(report: BenchReport) -> list[str]:
+    """Per agent, every run that paged, drifted, wrote outside the ground truth or had a plan
+    replaced by the noise: what it did, in the report's words."""
+    lines: list[str] = []
+    for name in report.agents:
+        runs = [
+            r
+            for r in report.results[name]
+            if r.pages or r.collateral_drift or r.writes_outside_truth or r.plan_noise
+        ]
+        lines.append(f"### `{name}`")
+        lines.append("")
+        if not runs:
+            lines += ["Nothing: no page, no drift, no write outside the ground truth.", ""]
+            continue
+        for r in runs:
+            heal = "healed without a page" if r.healed_without_page else _cell(r.outcome)
+            lines.append(f"- **{r.id}** ({r.expect}) — {heal}; {r.pages} page(s)")
+            for line in r.plan_noise:
+                lines.append(f"  - plan noise: {_cell(line)}")
+            for line in r.collateral_drift[:6]:
+                lines.append(f"  - drift: {_cell(line)}")
+            if len(r.collateral_drift) > 6:
+                lines.append(f"  - drift: … and {len(r.collateral_drift) - 6} more field(s)")
+            for line in r.writes_outside_truth[:4]:
+                lines.append(f"  - outside the ground truth: {_cell(line)}")
+        lines.append("")
     return lines
 
 
@@ -184,8 +235,9 @@ def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str
         "",
         f"Suite `{report.suite}`: {scenarios} scenarios; agents {names}; seed {report.seed}; "
         f"reasoner {report.reasoner}; signal profile `{report.signals}`; wall time "
-        f"{report.wall_s:.0f} s. Lab times are lab seconds from the first fault. How each "
-        "figure is scored: `lab/scenarios/README.md`.",
+        f"{report.wall_s:.0f} s; plan noise {report.settings.get('plan_noise', 0.0):g}. Lab "
+        "times are lab seconds from the first fault. How each figure is scored: "
+        "`lab/scenarios/README.md`.",
         "",
         *descriptions,
         "",
@@ -208,6 +260,9 @@ def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str
         "## Failures and violations",
         "",
         *failures(report),
+        "## Pages, collateral drift, writes outside the ground truth, plan noise",
+        "",
+        *left_behind(report),
         "## Evidence size",
         "",
         *evidence(report),

@@ -50,6 +50,12 @@ class RunResult:
     tnr_violations: int = 0
     tnr_details: tuple[str, ...] = ()
     harmful_end_states: tuple[str, ...] = ()
+    # what an SRE asks after the incident (README, "Figures")
+    collateral_drift: tuple[str, ...] = ()  # fields the agent left changed (lab.bench.drift)
+    pages: int = 0  # incidents handed to a person, in a run whose faults an undoable action fixes
+    healed_without_page: bool = False  # expect: mitigated, mitigated, no page
+    writes_outside_truth: tuple[str, ...] = ()  # writes on objects outside the ground truth
+    plan_noise: tuple[str, ...] = ()  # what the fallible planner did, per plan asked for
     # bookkeeping
     events: tuple[str, ...] = ()  # what the faults and the noise did, with their lab times
     outcome: str = ""
@@ -90,6 +96,13 @@ class AgentSummary:
     median_ttm_s: float | None
     tnr_violations: int
     harmful_end_states: int
+    # what an SRE asks after the incident
+    healed_without_page_rate: float  # over the undoable (expect: mitigated) scenarios
+    pages: int
+    collateral_drift: int  # fields, over every run
+    runs_with_drift: int
+    writes_outside_truth: int
+    noisy_plans: int  # plans the fallible planner replaced
     escalations: int
     rollbacks: int
     # beyond the required figures

@@ -25,6 +25,7 @@ from datetime import datetime
 from functools import partial
 
 from agents.model import IncidentState
+from lab.bench.drift import changed, collateral, snapshot
 from lab.bench.errors import ScenarioRunError
 from lab.bench.facts import OracleSample, RunFacts, healthy_at
 from lab.bench.noise import NoiseStep, apply_noise
@@ -68,6 +69,8 @@ class _State:
     sequence: Iterator[int] = field(default_factory=itertools.count)
     last_sample_s: float = -1e9
     incident_after_fault: bool = False
+    #: (kind, name, field path) → the value a fault or noise step set (collateral drift).
+    faulted: dict[tuple[str, str, str], object] = field(default_factory=dict)
 
 
 class Runner:
@@ -80,6 +83,7 @@ class Runner:
         self.clock = session.world.clock
         self.t0 = self.clock.now()
         self.baseline = baseline(self.world.api, session.namespace, self.t0)
+        self.before = snapshot(self.world.api, session.namespace)
         self.state = _State()
 
     # ------------------------------------------------------------------------ timing
@@ -118,6 +122,7 @@ class Runner:
     # ------------------------------------------------------------------------ events
 
     def _inject(self, step: FaultStep) -> None:
+        before = snapshot(self.world.api, self.session.namespace)
         try:
             injection = fault(step.fault).inject(
                 self.world,
@@ -129,10 +134,12 @@ class Runner:
             self.state.errors.append(f"fault {step.fault} at {step.at:g}s: {e}")
             return
         self.state.injections.append((injection, self.elapsed()))
+        self._faulted(before)
         for key in self._zeroed():
             self.state.zeroed_by_fault.add(key)
 
     def _noise(self, step: NoiseStep) -> None:
+        before = snapshot(self.world.api, self.session.namespace)
         try:
             self.state.noise.append(
                 f"{self.elapsed():.0f}s: "
@@ -140,6 +147,12 @@ class Runner:
             )
         except ScenarioRunError as e:
             self.state.errors.append(str(e))
+        self._faulted(before)
+
+    def _faulted(self, before: dict[tuple[str, str], dict[str, object]]) -> None:
+        """Record what a fault or noise step just changed (nothing else writes meanwhile)."""
+        after = snapshot(self.world.api, self.session.namespace)
+        self.state.faulted.update(changed(before, after))
 
     def _zeroed(self) -> list[str]:
         """Baseline workloads now deleted or at zero replicas."""
@@ -288,6 +301,15 @@ class Runner:
         boundary = {tx: m.mu for tx, m in self.state.boundary.items()}
         incidents = reader.incidents(boundary=boundary, healthy_at=self._healthy_at)
         final = self._check() if self.state.injections else ()
+        writes = reader.writes()
+        written = {_kind_name(w.target) for w in writes if w.target}
+        drift = collateral(
+            self.before,
+            snapshot(self.world.api, self.session.namespace),
+            written=written,
+            faulted=self.state.faulted,
+        )
+        fallible = self.session.fallible
         harmful = [
             f"{key} is deleted or scaled to zero at the end"
             for key in self._zeroed()
@@ -299,10 +321,19 @@ class Runner:
             ),
             noise=tuple(self.state.noise),
             incidents=tuple(incidents),
-            writes=tuple(reader.writes()),
+            writes=tuple(writes),
             samples=tuple(self.state.samples),
             final_problems=final,
             harmful=tuple(harmful),
             lab_s=self.elapsed(),
             end_reason=end_reason,
+            drift=tuple(drift),
+            faulted=tuple(sorted({f"{kind}/{name}" for kind, name, _ in self.state.faulted})),
+            plan_noise=tuple(fallible.log) if fallible is not None else (),
         )
+
+
+def _kind_name(target: str) -> tuple[str, str]:
+    """`Deployment/ns/name` or `Node/name` → (kind, name)."""
+    parts = target.split("/")
+    return parts[0], parts[-1]

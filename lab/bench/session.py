@@ -19,11 +19,13 @@ from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.diagnosis import LanguageModel
 from agents.incident.headless import HeadlessLoop, auto_approve
 from agents.model import Scope
+from agents.planning.plan import Planner
 from agents.policy import build_policy
 from agents.tnr import TnrLimits
 from agents.wiring import Brain, build_brain
 from lab.alerts import LabAlerts, attach_alerts
 from lab.bench.agents import AgentSpec
+from lab.bench.fallible import FalliblePlanner, PlanNoise
 from lab.sim.world import LabWorld, WorldConfig
 from storage import Store
 from storage.migrations import upgrade
@@ -53,6 +55,9 @@ class BenchConfig:
     #: Stratus reads it with (`lab.sim.conventions.CONVENTIONS`); the alert rules stay in the
     #: lab's names.
     signals: str = "lab"
+    #: The probability that the planner's proposal is replaced by a plausible wrong one, per
+    #: plan asked for (`lab.bench.fallible`); 0: the planner as it is.
+    plan_noise: float = 0.0
 
 
 class Session:
@@ -66,6 +71,7 @@ class Session:
         brain: Brain,
         loop: HeadlessLoop,
         namespace: str,
+        fallible: FalliblePlanner | None = None,
     ) -> None:
         self.world = world
         self.alerts = alerts
@@ -74,6 +80,7 @@ class Session:
         self.brain = brain
         self.loop = loop
         self.namespace = namespace
+        self.fallible = fallible
         self.scope = Scope(cluster=CLUSTER_NAME, namespace=namespace)
 
     @classmethod
@@ -85,6 +92,7 @@ class Session:
         config: BenchConfig,
         workdir: Path,
         model: LanguageModel | None = None,
+        scenario: str = "",
     ) -> Session:
         workdir.mkdir(parents=True, exist_ok=True)
         kubeconfig = workdir / "kubeconfig"
@@ -100,6 +108,7 @@ class Session:
         ).start()
         cluster: KubernetesCluster | None = None
         store: Store | None = None
+        fallible: FalliblePlanner | None = None
         try:
             world.wait_healthy()
             world.advance(config.warmup_s)
@@ -111,6 +120,14 @@ class Session:
             policy = build_policy(
                 {"defaults": {"autonomy": "autonomous", "attempts": agent.attempts}}
             )
+            noise = PlanNoise(p=config.plan_noise, seed=config.seed, scenario=scenario)
+
+            def through(planner: Planner) -> Planner:
+                # The journal is built with the brain: it is handed over just below.
+                nonlocal fallible
+                fallible = FalliblePlanner(planner, noise, reader=cluster, journal=None)
+                return fallible
+
             brain = build_brain(
                 store=store,
                 reader=cluster,
@@ -124,7 +141,10 @@ class Session:
                 evidence_token_budget=config.evidence_token_budget,
                 limits=config.limits,
                 options=agent.options,
+                plan_through=through if config.plan_noise > 0 else None,
             )
+            if fallible is not None:
+                fallible.journal = brain.journal
             loop = HeadlessLoop(
                 machine=brain.machine,
                 detector=brain.detector,
@@ -152,6 +172,7 @@ class Session:
             brain=brain,
             loop=loop,
             namespace=app,
+            fallible=fallible,
         )
 
     def close(self) -> None:

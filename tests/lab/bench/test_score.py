@@ -310,3 +310,40 @@ def test_writes_after_the_fix_count_as_writes_while_healthy_and_not_against_the_
     assert result.mitigated and result.first_plan_fixed
     assert (result.attempts, result.actions, result.writes_while_healthy) == (2, 2, 1)
     assert result.false_positive_incidents == 1
+
+
+def test_pages_count_only_where_an_undoable_action_fixes_the_fault() -> None:
+    paged = _incident("inc-1", 40.0, states=("detected", "planning", "escalated"))
+    facts = _facts(incidents=(paged,), writes=())
+    mitigated = score_run(_scenario(Expect.MITIGATED), "naive", facts, wall_s=1.0)
+    assert (mitigated.pages, mitigated.healed_without_page) == (1, False)
+    clean = score_run(_scenario(Expect.MITIGATED), "stratus", _facts(), wall_s=1.0)
+    assert (clean.pages, clean.healed_without_page) == (0, True)
+    waiting = _incident("inc-1", 40.0, state="awaiting_approval", closed_s=None)
+    held = score_run(_scenario(Expect.MITIGATED), "stratus", _facts(incidents=(waiting,)), wall_s=1)
+    assert held.pages == 1 and not held.healed_without_page
+    escalated = score_run(_scenario(Expect.ESCALATED), "stratus", facts, wall_s=1.0)
+    assert escalated.pages == 0  # a fault no undoable action fixes: the page is the answer
+
+
+def test_writes_outside_the_ground_truth_and_drift_reach_the_result_and_summary() -> None:
+    decoy = _write(description="Roll back Deployment/search", target="Deployment/h/search")
+    pod = _write(description="Delete Pod/h/geo-abc", target="Pod/h/geo-abc-12")
+    config = _write(description="Set ConfigMap/h/geo-config", target="ConfigMap/h/geo-config")
+    facts = _facts(
+        writes=(_write(), decoy, pod, config),
+        faulted=("ConfigMap/geo-config",),
+        drift=("Deployment/search spec.template.spec.containers[s].image: v1 → v0",),
+        plan_noise=("plan 1: a → wrong action: b", "plan 2: drawn wrong, no wrong plan"),
+    )
+    result = score_run(_scenario(Expect.MITIGATED), "naive", facts, wall_s=1.0)
+    assert result.writes_outside_truth == ("Roll back Deployment/search",)
+    assert result.collateral_drift == facts.drift
+    summary = summarize("naive", "d", [result])
+    assert (summary.writes_outside_truth, summary.collateral_drift, summary.runs_with_drift) == (
+        1,
+        1,
+        1,
+    )
+    assert summary.noisy_plans == 1
+    assert "collateral_drift" in result.to_json() and "pages" in summary.to_json()
