@@ -452,9 +452,6 @@ class SlackIO:
     def pin(self, channel: str, ts: str) -> None:
         self._call("pins.add", lambda: self.client.pins_add(channel=channel, timestamp=ts))
 
-    def unpin(self, channel: str, ts: str) -> None:
-        self._call("pins.remove", lambda: self.client.pins_remove(channel=channel, timestamp=ts))
-
     # ------------------------------------------------------------------------ people
 
     def bot_user_id(self) -> str:

@@ -118,7 +118,6 @@ REGISTRY: dict[str, tuple[str, ...]] = {
         "bot/slack_io.py:SlackIO._upload",
     ),
     "slack:pins.add": ("bot/slack_io.py:SlackIO.pin",),
-    "slack:pins.remove": ("bot/slack_io.py:SlackIO.unpin",),
     "slack:usergroups.list": ("bot/slack_io.py:SlackIO.user_groups",),
     "slack:usergroups.users.list": ("bot/slack_io.py:SlackIO.user_group_members",),
     "slack:views.open": ("bot/slack_io.py:SlackIO.open_view",),

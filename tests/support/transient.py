@@ -264,9 +264,7 @@ DRIVES: dict[str, Drive] = {
 #: Sites no code path calls: listed by the scan (the method that makes the call exists),
 #: reached by no incident and no person. `tests/test_transient_drives.py` fails when a
 #: caller appears, so the mark cannot outlive the dead code.
-DEAD: dict[str, str] = {
-    "slack:pins.remove": "`SlackIO.unpin` (bot/slack_io.py) has no caller",
-}
+DEAD: dict[str, str] = {}  # `slack:pins.remove` was one: `SlackIO.unpin` is gone
 
 
 @dataclass(frozen=True, slots=True)
