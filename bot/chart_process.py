@@ -82,8 +82,8 @@ def _drawn(series: Sequence[Series]) -> list[Series]:
     return [s for s in series if s.points][:MAX_SERIES]
 
 
-class InProcessCharts:
-    """Draws in this process (matplotlib loaded here): for tests and measurements."""
+class _Requests:
+    """Both renderers: build the request, then `_answer` it (here or in the child)."""
 
     def signal_chart(
         self,
@@ -99,6 +99,13 @@ class InProcessCharts:
         return self._answer(digest_request(rows, title=title))
 
     def _answer(self, request: bytes) -> bytes:
+        raise NotImplementedError
+
+
+class InProcessCharts(_Requests):
+    """Draws in this process (matplotlib loaded here): for tests and measurements."""
+
+    def _answer(self, request: bytes) -> bytes:
         try:
             return draw(request)
         except ValueError as e:
@@ -108,7 +115,7 @@ class InProcessCharts:
         pass
 
 
-class ChartProcess:
+class ChartProcess(_Requests):
     """Draws in a child process (`python -m bot.chart_worker`), spawned on the first chart."""
 
     def __init__(
@@ -128,19 +135,6 @@ class ChartProcess:
         child = self._child
         return child.pid if child is not None and child.poll() is None else None
 
-    def signal_chart(
-        self,
-        series: Sequence[Series],
-        *,
-        title: str,
-        markers: Sequence[Marker] = (),
-        unit: str = "",
-    ) -> bytes:
-        return self._render(signal_request(_drawn(series), title=title, markers=markers, unit=unit))
-
-    def digest_chart(self, rows: Sequence[NamespaceFigures], *, title: str) -> bytes:
-        return self._render(digest_request(rows, title=title))
-
     def close(self) -> None:
         """End the child and reap it, after the chart in progress if any (at most its
         deadline). Idempotent; a chart asked for afterwards starts a new child (a straggling
@@ -148,7 +142,7 @@ class ChartProcess:
         with self._lock:
             self._stop(gently=True)
 
-    def _render(self, request: bytes) -> bytes:
+    def _answer(self, request: bytes) -> bytes:
         deadline = time.monotonic() + self.timeout_s
         if not self._lock.acquire(timeout=self.timeout_s):
             raise ChartFailed(f"the chart worker stayed busy for {self.timeout_s:g} s")
