@@ -135,6 +135,10 @@ def looks_secret(name: str) -> bool:
 
 # ------------------------------------------------------------------------------ text patterns
 
+#: A line break between the lines of a block, as the redactor may meet it: in the text, escaped
+#: in a JSON string (`\n`), or between the strings of a JSON list of lines (`", "`) — a tool
+#: result or a log tail is often serialised before it is redacted.
+_BREAK = r"""(?:\r?\n|\\r\\n|\\n|"\s*,\s*")"""
 #: Credentials recognisable by their shape alone. Each match is replaced entirely.
 _TOKEN_PATTERNS = (
     # Slack bot/user/app/config tokens and incoming-webhook URLs.
@@ -154,11 +158,17 @@ _TOKEN_PATTERNS = (
     r"\bAIza[0-9A-Za-z_-]{35}",
     # JWTs: three base64url segments, the first two JSON objects ("eyJ").
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    # PEM private keys; a block cut off by a log tail loses its base64 lines.
+    # PEM private keys; a block whose end was cut off loses the base64 lines after its head.
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----"
-    r"|(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/=]{16,})*[A-Za-z0-9+/=]*)",
+    rf"|(?:[ \t]*{_BREAK}[ \t]*[A-Za-z0-9+/=]{{16,}})*[A-Za-z0-9+/=]*)",
 )
 _TOKENS = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
+#: A PEM block whose head was cut off (a log tail that starts inside it): the base64 lines
+#: right before its end line. Only tried on text that has an end line.
+_PEM_TAIL = re.compile(
+    rf"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{{16,}}[ \t]*{_BREAK}[ \t]*)+"
+    r"-----END [A-Z ]*PRIVATE KEY-----"
+)
 
 #: "Authorization: Bearer ..." (any scheme, or none) loses the credential whatever it looks
 #: like; elsewhere "Bearer abc..." loses it only when it contains a digit, so that prose such as
@@ -231,6 +241,8 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     out = _TOKENS.sub(REDACTED, text)
+    if "PRIVATE KEY-----" in out:
+        out = _PEM_TAIL.sub(REDACTED, out)
     out = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:{REDACTED}@", out)
     out = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
     out = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)
