@@ -185,13 +185,15 @@ _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@]*):([^/\s
 #: name=value, name: value, "name": "value", --name value, for names containing a secret word
 #: (`looks_secret` then decides: "tokenizer" contains one and is not secret). Only such names
 #: match, so "code=abc&access_token=..." is not swallowed by the harmless pair before it. An
-#: unquoted value runs to whitespace: a password containing "&" must not leak its tail.
+#: unquoted value runs to whitespace: a password containing "&" must not leak its tail. The
+#: quotes may be escaped, `\"name\": \"value\"`: JSON text inside a JSON string, as a log
+#: line is in a serialised tool result.
 _PAIR = re.compile(
-    r"""(?P<lead>(?<![\w.-])(?P<dashes>--?)?(?P<q>["']?)"""
+    r"""(?P<lead>(?<![\w.-])(?P<dashes>--?)?(?P<q>\\?["']|)"""
     r"""(?P<name>[A-Za-z0-9_.-]{0,40}?(?:pass|pwd|secret|token|key|credential|dsn|auth)[A-Za-z0-9_.-]{0,40})"""
     r"""(?P=q))"""
     r"""(?P<sep>\s*[:=]\s*|(?(dashes)\s+|(?!)))"""
-    r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;"'}\]]+)""",
+    r"""(?P<value>\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;"'}\]]+)""",
     re.IGNORECASE,
 )
 #: Words that follow "token:" or "password:" in error prose ("invalid token: expired"), never
@@ -229,7 +231,9 @@ def _mask_pair(match: re.Match[str]) -> str:
         return match.group(0)
     if ":" in match.group("sep") and value.lower() in _PROSE_VALUES:
         return match.group(0)
-    if value[:1] in "\"'" and len(value) >= 2:
+    if value.startswith('\\"') and len(value) >= 4:
+        masked = f'\\"{REDACTED}\\"'
+    elif value[:1] in "\"'" and len(value) >= 2:
         masked = f"{value[0]}{REDACTED}{value[0]}"
     else:
         masked = REDACTED

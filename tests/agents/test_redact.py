@@ -155,6 +155,18 @@ def test_a_whole_log_excerpt_at_once() -> None:
         assert line in out
 
 
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [('"db_password": "Js0nPw-55aa"', "Js0nPw-55aa"), ("{'api_key': 'k-0f1e2d3c'}", "k-0f1e2d3c")],
+)
+def test_a_quoted_pair_inside_a_json_string_loses_its_value(line: str, secret: str) -> None:
+    """A log line holding JSON, serialised again (a tool result, a list of log lines)."""
+    text = json.dumps({"data": [f"ERR > {line} tail"]})
+    out = redact_text(text)
+    assert secret not in out
+    assert json.loads(out)["data"][0].endswith(" tail")
+
+
 _PEM_LINES = PEM.split("\n")
 _PEM_BODY = _PEM_LINES[1:3]
 
