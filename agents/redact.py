@@ -135,6 +135,10 @@ def looks_secret(name: str) -> bool:
 
 # ------------------------------------------------------------------------------ text patterns
 
+#: A line break between the lines of a block, as the redactor may meet it: in the text, escaped
+#: in a JSON string (`\n`), or between the strings of a JSON list of lines (`", "`) — a tool
+#: result or a log tail is often serialised before it is redacted.
+_BREAK = r"""(?:\r?\n|\\r\\n|\\n|"\s*,\s*")"""
 #: Credentials recognisable by their shape alone. Each match is replaced entirely.
 _TOKEN_PATTERNS = (
     # Slack bot/user/app/config tokens and incoming-webhook URLs.
@@ -154,11 +158,17 @@ _TOKEN_PATTERNS = (
     r"\bAIza[0-9A-Za-z_-]{35}",
     # JWTs: three base64url segments, the first two JSON objects ("eyJ").
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    # PEM private keys; a block cut off by a log tail loses its base64 lines.
+    # PEM private keys; a block whose end was cut off loses the base64 lines after its head.
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----"
-    r"|(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/=]{16,})*[A-Za-z0-9+/=]*)",
+    rf"|(?:[ \t]*{_BREAK}[ \t]*[A-Za-z0-9+/=]{{16,}})*[A-Za-z0-9+/=]*)",
 )
 _TOKENS = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS), re.DOTALL)
+#: A PEM block whose head was cut off (a log tail that starts inside it): the base64 lines
+#: right before its end line. Only tried on text that has an end line.
+_PEM_TAIL = re.compile(
+    rf"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{{16,}}[ \t]*{_BREAK}[ \t]*)+"
+    r"-----END [A-Z ]*PRIVATE KEY-----"
+)
 
 #: "Authorization: Bearer ..." (any scheme, or none) loses the credential whatever it looks
 #: like; elsewhere "Bearer abc..." loses it only when it contains a digit, so that prose such as
@@ -175,13 +185,15 @@ _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@]*):([^/\s
 #: name=value, name: value, "name": "value", --name value, for names containing a secret word
 #: (`looks_secret` then decides: "tokenizer" contains one and is not secret). Only such names
 #: match, so "code=abc&access_token=..." is not swallowed by the harmless pair before it. An
-#: unquoted value runs to whitespace: a password containing "&" must not leak its tail.
+#: unquoted value runs to whitespace: a password containing "&" must not leak its tail. The
+#: quotes may be escaped, `\"name\": \"value\"`: JSON text inside a JSON string, as a log
+#: line is in a serialised tool result.
 _PAIR = re.compile(
-    r"""(?P<lead>(?<![\w.-])(?P<dashes>--?)?(?P<q>["']?)"""
+    r"""(?P<lead>(?<![\w.-])(?P<dashes>--?)?(?P<q>\\?["']|)"""
     r"""(?P<name>[A-Za-z0-9_.-]{0,40}?(?:pass|pwd|secret|token|key|credential|dsn|auth)[A-Za-z0-9_.-]{0,40})"""
     r"""(?P=q))"""
     r"""(?P<sep>\s*[:=]\s*|(?(dashes)\s+|(?!)))"""
-    r"""(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;"'}\]]+)""",
+    r"""(?P<value>\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s,;"'}\]]+)""",
     re.IGNORECASE,
 )
 #: Words that follow "token:" or "password:" in error prose ("invalid token: expired"), never
@@ -219,7 +231,9 @@ def _mask_pair(match: re.Match[str]) -> str:
         return match.group(0)
     if ":" in match.group("sep") and value.lower() in _PROSE_VALUES:
         return match.group(0)
-    if value[:1] in "\"'" and len(value) >= 2:
+    if value.startswith('\\"') and len(value) >= 4:
+        masked = f'\\"{REDACTED}\\"'
+    elif value[:1] in "\"'" and len(value) >= 2:
         masked = f"{value[0]}{REDACTED}{value[0]}"
     else:
         masked = REDACTED
@@ -231,6 +245,8 @@ def redact_text(text: str) -> str:
     if not text:
         return text
     out = _TOKENS.sub(REDACTED, text)
+    if "PRIVATE KEY-----" in out:
+        out = _PEM_TAIL.sub(REDACTED, out)
     out = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}:{REDACTED}@", out)
     out = _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
     out = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)

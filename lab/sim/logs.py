@@ -7,6 +7,7 @@ Lines carry their own timestamp (lab time) like real apps do. Errors repeat at m
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime
 
@@ -23,7 +24,7 @@ def line(now: datetime, wire: Wire, level: str, message: str, *, source: str = "
     """One log line in the style of the program's ecosystem."""
     if wire is Wire.MONGODB:
         severity = {"ERROR": "E", "WARN": "W"}.get(level, "I")
-        text = message.replace("\\", "\\\\").replace('"', '\\"')
+        text = json.dumps(message, ensure_ascii=False)[1:-1]
         return (
             f'{{"t":{{"$date":"{stamp(now)}"}},"s":"{severity}","c":"NETWORK",'
             f'"id":22943,"ctx":"conn","msg":"{text}"}}'
@@ -33,6 +34,18 @@ def line(now: datetime, wire: Wire, level: str, message: str, *, source: str = "
     short = {"ERROR": "ERR", "WARN": "WRN", "INFO": "INF", "FATAL": "FTL"}.get(level, level)
     where = f" {source} >" if source else ""
     return f"{stamp(now)} {short}{where} {message}"
+
+
+def record(
+    now: datetime, wire: Wire, level: str, message: str, *, source: str = ""
+) -> tuple[str, ...]:
+    """A message as the program writes it to stdout, one entry per log line: a multi-line
+    message (a stack trace, a dumped PEM block) is its stamped first line and then the rest as
+    written; a program that logs JSON (MongoDB) keeps it on one line, the breaks escaped."""
+    if wire is Wire.MONGODB:
+        return (line(now, wire, level, message, source=source),)
+    first, *rest = message.split("\n")
+    return (line(now, wire, level, first, source=source), *rest)
 
 
 def go_panic(message: str, program: str, *, frame: str = "main.main()") -> tuple[str, ...]:

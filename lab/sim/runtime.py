@@ -30,7 +30,7 @@ from lab.kube.runtime import ClusterView, ContainerHealth, JsonObject, PullResul
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env
-from lab.sim.logs import go_panic, line
+from lab.sim.logs import go_panic, line, record
 from lab.sim.model import AppModel, Program, Wire
 
 logger = logging.getLogger(__name__)
@@ -169,6 +169,21 @@ class SimRuntime:
     def processes(self) -> list[Process]:
         with self._lock:
             return list(self._procs.values())
+
+    def write_log(
+        self, namespace: str, workload: str, message: str, *, level: str, now: datetime
+    ) -> int:
+        """Every running container of `workload` writes `message` to stdout, in its program's
+        log style (`lab.sim.logs.record`); the kubelet collects it with its next health check,
+        like the lines the traffic model writes. Returns how many containers wrote it."""
+        procs = [p for p in self.processes() if (p.namespace, p.workload) == (namespace, workload)]
+        for proc in procs:
+            src = f"cmd/{proc.program_name}/main.go"
+            if proc.program.protocol not in (Wire.GRPC, Wire.HTTP):
+                src = ""
+            for text in record(now, proc.program.protocol, level, message, source=src):
+                proc.log(text)
+        return len(procs)
 
     def forget_except(self, alive_uids: Iterable[str]) -> None:
         """Drop the processes of pods that no longer exist (the kubelet never says "stop")."""

@@ -14,7 +14,8 @@ routes a second of traffic through the objects as they now are, in the caller's 
 ticks the simulator once per lab second.
 
 Data-plane controls (what no Kubernetes write can change) are `world.dataplane`
-(`revoke_roles`, `grant_roles`, `set_network`, ...); the image registry is `world.registry`.
+(`revoke_roles`, `grant_roles`, `set_network`, ...); the image registry is `world.registry`;
+what an app writes to its own log besides its traffic is `world.app_log`.
 """
 
 from __future__ import annotations
@@ -116,6 +117,14 @@ class LabWorld:
 
     def snapshot(self, namespace: str) -> AppSnapshot:
         return self.sim.snapshot(namespace)
+
+    def app_log(self, namespace: str, service: str, message: str, *, level: str = "ERROR") -> int:
+        """`service`'s running containers write `message` to their log (a config dump, an
+        error quoting a connection string), as the app itself would; `kubectl logs` shows it
+        once the kubelet has collected it. Returns how many containers wrote it."""
+        return self.sim.runtime.write_log(
+            namespace, service, message, level=level, now=self.clock.now()
+        )
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,49 @@ def test_a_whole_log_excerpt_at_once() -> None:
         assert secret not in out
     for line in ORDINARY:
         assert line in out
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [('"db_password": "Js0nPw-55aa"', "Js0nPw-55aa"), ("{'api_key': 'k-0f1e2d3c'}", "k-0f1e2d3c")],
+)
+def test_a_quoted_pair_inside_a_json_string_loses_its_value(line: str, secret: str) -> None:
+    """A log line holding JSON, serialised again (a tool result, a list of log lines)."""
+    text = json.dumps({"data": [f"ERR > {line} tail"]})
+    out = redact_text(text)
+    assert secret not in out
+    assert json.loads(out)["data"][0].endswith(" tail")
+
+
+_PEM_LINES = PEM.split("\n")
+_PEM_BODY = _PEM_LINES[1:3]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Cut off after its head, as the text, a JSON string and a JSON list of log lines
+        # (a tool result is serialised before it is redacted).
+        "\n".join(_PEM_LINES[:3]),
+        json.dumps({"message": "\n".join(_PEM_LINES[:3])}),
+        json.dumps(["ERR > " + _PEM_LINES[0], *_PEM_BODY, "ERR > next"]),
+        # Cut off before its end (a log tail that starts inside the block), the same ways.
+        "\n".join(_PEM_LINES[1:]),
+        json.dumps({"message": "\n".join(_PEM_LINES[1:])}),
+        json.dumps(["ERR > earlier", *_PEM_LINES[1:], "ERR > next"]),
+    ],
+)
+def test_a_private_key_block_cut_off_at_either_end_loses_its_key_lines(text: str) -> None:
+    out = redact_text(text)
+    assert REDACTED in out
+    for line in _PEM_BODY:
+        assert line not in out
+    assert ("ERR > next" in out) == ("ERR > next" in text)
+
+
+def test_base64_lines_not_before_a_key_end_are_left_alone() -> None:
+    text = "\n".join([_PEM_BODY[0], "-----END CERTIFICATE-----"])
+    assert redact_text(text) == text
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from lab.apps import load_app
 from lab.clock import LAB_EPOCH
 from lab.sim.images import ImageSpec, parse_image
+from lab.sim.logs import record
+from lab.sim.model import Wire
 from lab.sim.runtime import SimRuntime
 from tests.lab.sim.fakecluster import FakeCluster
 
@@ -172,3 +175,21 @@ def test_health_of_an_unknown_container_is_not_ready(
 ) -> None:
     runtime, _, pod = env
     assert not runtime.health(pod, _container(pod), LAB_EPOCH).ready
+
+
+def test_a_service_writes_a_multi_line_message_to_its_log(
+    env: tuple[SimRuntime, FakeCluster, dict[str, Any]],
+) -> None:
+    runtime, _, pod = env
+    assert runtime.start(pod, _container(pod), LAB_EPOCH).running
+    later = LAB_EPOCH + timedelta(seconds=3)
+    assert runtime.write_log(HOTEL, "geo", "config dump:\nkey=a\nend", level="ERROR", now=later)
+    assert runtime.write_log(HOTEL, "search", "not geo", level="ERROR", now=later) == 0
+    lines = runtime.health(pod, _container(pod), later).new_log_lines
+    assert lines == ("2026-01-05T09:00:03.000Z ERR cmd/geo/main.go > config dump:", "key=a", "end")
+    assert runtime.health(pod, _container(pod), later).new_log_lines == ()
+
+
+def test_a_json_logging_program_keeps_a_multi_line_message_on_one_line() -> None:
+    (only,) = record(LAB_EPOCH, Wire.MONGODB, "ERROR", 'a "b"\nc\\d')
+    assert json.loads(only)["msg"] == 'a "b"\nc\\d'
