@@ -414,9 +414,13 @@ UNREACHED_WITH: dict[Drive, frozenset[str]] = {
 }
 
 #: Sites never called while another site of the same incident fails: a modal that did not
-#: open (`views.open` faulted, the undo runs without it) is never updated.
+#: open (`views.open` faulted, the undo runs without it) is never updated; responders whose
+#: user groups or the channel's members could not be read are not invited.
 UNREACHED_BESIDE: dict[str, frozenset[str]] = {
     "slack:views.open": frozenset({"slack:views.update"}),
+    "slack:usergroups.list": frozenset({"slack:conversations.invite"}),
+    "slack:usergroups.users.list": frozenset({"slack:conversations.invite"}),
+    "slack:conversations.members": frozenset({"slack:conversations.invite"}),
 }
 
 
