@@ -46,6 +46,12 @@ def test_a_late_answer_for_the_old_channel_does_not_take_the_viewer_back(
         hold["on"] = True
         page.evaluate("() => { refresh(); }")  # a refresh for #general is on its way
         page.wait_for_function("S.fetching === true")
+        # The route handler runs when Playwright next pumps its events, not when the page sets
+        # `S.fetching`; a refresh already in flight also sends its request only once it ends.
+        for _ in range(200):
+            if held:
+                break
+            page.wait_for_timeout(50)
         assert held, "the page asked for its state"
         page.locator(f'[data-testid="channel-link"][data-channel-id="{war_room}"]').click()
         hold["on"] = False
