@@ -103,6 +103,9 @@ def seed(lab: BotLab) -> list[str]:
         patch_type="merge",
         field_manager="test",
     )
+    geo_pods = seed_logs(lab, texts)
+    # The events go in last, once the rollout's own events are out: the model reads the
+    # namespace's newest events, and a busy rollout could push older notes out of them.
     for i, text in enumerate([MARKERS["event"], *texts]):
         api.create(
             {
@@ -116,7 +119,7 @@ def seed(lab: BotLab) -> list[str]:
             },
             field_manager="test",
         )
-    return seed_logs(lab, texts)
+    return geo_pods
 
 
 def seed_logs(lab: BotLab, texts: list[str]) -> list[str]:
