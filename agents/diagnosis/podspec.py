@@ -77,13 +77,7 @@ def _unwell(pod: PodState) -> bool:
 def read_drift(collector: Collector, obs: Observations) -> list[Item]:
     """Compare the unwell, controller-owned pods of the namespace with their owners'
     templates; record what differs in `obs.pod_drift` and as evidence."""
-    ns = obs.scope.namespace
-    chosen = [
-        (service, pod)
-        for service, pods in sorted(obs.pods.items())
-        for pod in pods
-        if pod.owner is not None and _unwell(pod)
-    ][:MAX_PODS]
+    chosen = _chosen_pods(obs)
     if not chosen:
         return []
     templates = _templates(collector, obs, {pod.owner for _, pod in chosen if pod.owner})
@@ -92,38 +86,58 @@ def read_drift(collector: Collector, obs: Observations) -> list[Item]:
         template = templates.get(pod.owner or "")
         if template is None:
             continue
-        ref = ObjectRef(api_version="v1", kind="Pod", name=pod.name, namespace=ns)
-        body = collector.read_one(obs, f"pod {pod.name}", partial(collector.cluster.get, ref))
-        if body is None:
-            continue
-        found = drift(pod.name, pod.owner or "", _pod_containers(collector, body), template)
+        found = _read_pod_drift(collector, obs, pod, template)
         if not found:
             continue
         obs.pod_drift.setdefault(service, []).extend(found)
         key = f"podspec:{pod.name}"
         obs.cite(f"podspec:{service}", key)
-        first = found[0]
-        items.append(
-            make_item(
-                key=key,
-                kind=EvidenceKind.POD_STATE,
-                source=f"pods/{ns}/{pod.name}#{first.path}",
-                summary=f"Pod {pod.name} differs from its {first.owner}'s template: "
-                + "; ".join(
-                    f"{d.container} {d.field} {d.pod_value!r} (template {d.template_value!r})"
-                    for d in found[:3]
-                )
-                + " — changed outside its controller",
-                service=service,
-                detail="\n".join(
-                    f"{d.path}: pod {d.pod_value!r}, {d.owner} template {d.template_value!r}"
-                    for d in found
-                ),
-                redactor=collector.redactor,
-                relevance=0.95,
-            )
-        )
+        items.append(_drift_item(collector, obs, service, key, found))
     return items
+
+
+def _chosen_pods(obs: Observations) -> list[tuple[str, PodState]]:
+    """The unwell, controller-owned pods, by service name, at most `MAX_PODS` of them."""
+    return [
+        (service, pod)
+        for service, pods in sorted(obs.pods.items())
+        for pod in pods
+        if pod.owner is not None and _unwell(pod)
+    ][:MAX_PODS]
+
+
+def _read_pod_drift(
+    collector: Collector, obs: Observations, pod: PodState, template: Sequence[ContainerSpec]
+) -> list[PodDrift]:
+    """Read the pod in full and compare it with its template (nothing when it cannot be read)."""
+    ref = ObjectRef(api_version="v1", kind="Pod", name=pod.name, namespace=obs.scope.namespace)
+    body = collector.read_one(obs, f"pod {pod.name}", partial(collector.cluster.get, ref))
+    if body is None:
+        return []
+    return drift(pod.name, pod.owner or "", _pod_containers(collector, body), template)
+
+
+def _drift_item(
+    collector: Collector, obs: Observations, service: str, key: str, found: list[PodDrift]
+) -> Item:
+    first = found[0]
+    return make_item(
+        key=key,
+        kind=EvidenceKind.POD_STATE,
+        source=f"pods/{obs.scope.namespace}/{first.pod}#{first.path}",
+        summary=f"Pod {first.pod} differs from its {first.owner}'s template: "
+        + "; ".join(
+            f"{d.container} {d.field} {d.pod_value!r} (template {d.template_value!r})"
+            for d in found[:3]
+        )
+        + " — changed outside its controller",
+        service=service,
+        detail="\n".join(
+            f"{d.path}: pod {d.pod_value!r}, {d.owner} template {d.template_value!r}" for d in found
+        ),
+        redactor=collector.redactor,
+        relevance=0.95,
+    )
 
 
 def _pod_containers(collector: Collector, pod: KubeObject) -> tuple[ContainerSpec, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 from agents.diagnosis.candidate import (
@@ -19,11 +20,13 @@ from agents.diagnosis.candidate import (
     workload_suspect,
 )
 from agents.diagnosis.changes import is_controller
-from agents.diagnosis.facts import Facts
-from agents.diagnosis.graph import references
+from agents.diagnosis.facts import Facts, Touch
+from agents.diagnosis.graph import Reference, references
+from agents.diagnosis.observe import WorkloadSpec
 from agents.diagnosis.signs import Sign
 from agents.diagnosis.state import CONFIG_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
+from agents.model import WorkloadState
 
 _C = "spec.template.spec.containers"
 
@@ -205,61 +208,74 @@ def crash(facts: Facts, service: str) -> Iterator[Candidate]:
     dependency = {Sign.NO_HOST, Sign.UNREACHABLE, Sign.REFUSED, Sign.TIMEOUT} & set(signs)
     if dependency:
         yield from _crash_on_dependency(facts, service, keys)
-        return
-    if Sign.BAD_CONFIG in signs or Sign.EXEC in signs:
-        touches = [
-            t
-            for t in facts.changed_recently(service)
-            if re.search(r"env|data\.|command|args", t.path)
-        ]
-        line = (signs.get(Sign.BAD_CONFIG) or signs.get(Sign.EXEC) or [""])[0].strip()
-        suspect = (
-            _touch_suspect(facts, touches[0], "setting the program rejects") if touches else None
-        )
-        yield Candidate(
-            service=service,
-            category=APP_MISCONFIG,
-            confidence=0.82,
-            explanation=f"{service} exits at start rejecting its configuration: {line}",
-            rule="crash-bad-config",
-            keys=(*keys, *touch_keys(touches)),
-            suspect=suspect,
-        )
-        return
+    elif Sign.BAD_CONFIG in signs or Sign.EXEC in signs:
+        yield _crash_on_config(facts, service, signs, keys)
+    elif Sign.PANIC in signs or Sign.ERROR in signs:
+        yield from _crash_on_panic(facts, service, signs, keys)
+    else:
+        yield from _crash_unexplained(facts, service, keys)
+
+
+def _crash_on_config(
+    facts: Facts, service: str, signs: dict[Sign, list[str]], keys: list[str]
+) -> Candidate:
+    """It exits rejecting its configuration: a recent change of a setting is the suspect."""
+    touches = [
+        t for t in facts.changed_recently(service) if re.search(r"env|data\.|command|args", t.path)
+    ]
+    line = (signs.get(Sign.BAD_CONFIG) or signs.get(Sign.EXEC) or [""])[0].strip()
+    suspect = _touch_suspect(facts, touches[0], "setting the program rejects") if touches else None
+    return Candidate(
+        service=service,
+        category=APP_MISCONFIG,
+        confidence=0.82,
+        explanation=f"{service} exits at start rejecting its configuration: {line}",
+        rule="crash-bad-config",
+        keys=(*keys, *touch_keys(touches)),
+        suspect=suspect,
+    )
+
+
+def _crash_on_panic(
+    facts: Facts, service: str, signs: dict[Sign, list[str]], keys: list[str]
+) -> Iterator[Candidate]:
+    """It panics or logs an error at start: a defect of a new image, else the pods' lot."""
     images = facts.touched(None, service, r"\.image$|image")
-    if Sign.PANIC in signs or Sign.ERROR in signs:
-        line = (signs.get(Sign.PANIC) or signs.get(Sign.ERROR) or [""])[0].strip()
-        c = container_of(facts, service, frozenset({"CrashLoopBackOff", "Error"}))
-        index = c.index if c else 0
-        suspect, touches = workload_suspect(
-            facts,
-            service,
-            f"{_C}[{index}].image",
-            c.image if c else None,
-            touch_pattern=r"image",
-            container=c,
-            reason="the new image crashes at start",
-        )
+    line = (signs.get(Sign.PANIC) or signs.get(Sign.ERROR) or [""])[0].strip()
+    c = container_of(facts, service, frozenset({"CrashLoopBackOff", "Error"}))
+    index = c.index if c else 0
+    suspect, touches = workload_suspect(
+        facts,
+        service,
+        f"{_C}[{index}].image",
+        c.image if c else None,
+        touch_pattern=r"image",
+        container=c,
+        reason="the new image crashes at start",
+    )
+    yield Candidate(
+        service=service,
+        category=APP_CODE,
+        confidence=0.9 if images else 0.55,
+        explanation=f"{service} crashes at start ({line})"
+        + (" after its image was changed: a defect in the new version" if images else ""),
+        rule="crash-panic",
+        keys=(*keys, *touch_keys(touches)),
+        suspect=suspect,
+    )
+    if not images:
         yield Candidate(
             service=service,
-            category=APP_CODE,
-            confidence=0.9 if images else 0.55,
-            explanation=f"{service} crashes at start ({line})"
-            + (" after its image was changed: a defect in the new version" if images else ""),
-            rule="crash-panic",
-            keys=(*keys, *touch_keys(touches)),
-            suspect=suspect,
+            category=VIRT_OPERATION,
+            confidence=0.3,
+            explanation=f"{service}'s pods restart without a spec change",
+            rule="pod-failure",
+            keys=tuple(keys),
         )
-        if not images:
-            yield Candidate(
-                service=service,
-                category=VIRT_OPERATION,
-                confidence=0.3,
-                explanation=f"{service}'s pods restart without a spec change",
-                rule="pod-failure",
-                keys=tuple(keys),
-            )
-        return
+
+
+def _crash_unexplained(facts: Facts, service: str, keys: list[str]) -> Iterator[Candidate]:
+    """Its logs say nothing: the latest change if there is one, and the pods' lot."""
     touches = facts.changed_recently(service)
     if touches:
         yield Candidate(
@@ -283,6 +299,23 @@ def crash(facts: Facts, service: str) -> Iterator[Candidate]:
 
 def _crash_on_dependency(facts: Facts, service: str, keys: list[str]) -> Iterator[Candidate]:
     """It dies dialling a dependency: a wrong address in its settings, or the dependency."""
+    bad = _unserved_addresses(facts, service)
+    if bad:
+        yield _dial_candidate(facts, service, keys, *bad[0])
+        return
+    yield Candidate(
+        service=service,
+        category=APP_MISCONFIG,
+        confidence=0.25,
+        explanation=f"{service} crashes because a dependency is unreachable",
+        rule="crash-dependency",
+        keys=tuple(keys),
+        intrinsic=False,
+    )
+
+
+def _unserved_addresses(facts: Facts, service: str) -> list[tuple[Reference, str]]:
+    """The service's address settings that name no Service (or no port of it), with why."""
     obs = facts.obs
     spec = obs.specs.get(service)
     bad = []
@@ -295,37 +328,31 @@ def _crash_on_dependency(facts: Facts, service: str, keys: list[str]) -> Iterato
             bad.append((ref, f"{ref.host} is not a Service of {facts.ns}"))
         elif ref.port is not None and svc.ports and all(p.port != ref.port for p in svc.ports):
             bad.append((ref, f"Service {ref.host} has no port {ref.port}"))
-    if bad:
-        ref, why = bad[0]
-        kind, name = ref.owner
-        touches = facts.touched(kind, name, re.escape(ref.key) if ref.config_map else r"env")
-        yield Candidate(
-            service=service,
-            category=APP_MISCONFIG,
-            confidence=0.9 if touches else 0.82,
-            explanation=f"{service} dies dialling {ref.value!r} from {ref.key}: {why}",
-            rule="address-misconfig",
-            keys=(*keys, *touch_keys(touches)),
-            suspect=Suspect(
-                kind=kind,
-                namespace=facts.ns,
-                name=name,
-                field=ref.field,
-                current=ref.value,
-                last_known_good=next((t.old for t in touches if t.old), None),
-                container=ref.container.name,
-                reason=why,
-            ),
-        )
-        return
-    yield Candidate(
+    return bad
+
+
+def _dial_candidate(
+    facts: Facts, service: str, keys: list[str], ref: Reference, why: str
+) -> Candidate:
+    kind, name = ref.owner
+    touches = facts.touched(kind, name, re.escape(ref.key) if ref.config_map else r"env")
+    return Candidate(
         service=service,
         category=APP_MISCONFIG,
-        confidence=0.25,
-        explanation=f"{service} crashes because a dependency is unreachable",
-        rule="crash-dependency",
-        keys=tuple(keys),
-        intrinsic=False,
+        confidence=0.9 if touches else 0.82,
+        explanation=f"{service} dies dialling {ref.value!r} from {ref.key}: {why}",
+        rule="address-misconfig",
+        keys=(*keys, *touch_keys(touches)),
+        suspect=Suspect(
+            kind=kind,
+            namespace=facts.ns,
+            name=name,
+            field=ref.field,
+            current=ref.value,
+            last_known_good=next((t.old for t in touches if t.old), None),
+            container=ref.container.name,
+            reason=why,
+        ),
     )
 
 
@@ -353,31 +380,9 @@ def unschedulable(facts: Facts, service: str) -> Iterator[Candidate]:
     if not texts:
         return
     text = texts[0]
-    spec = facts.obs.specs.get(service)
-    c = spec.containers[0] if spec and spec.containers else None
-    if re.search(r"insufficient (cpu|memory)", text, re.I):
-        resource = "cpu" if re.search(r"insufficient cpu", text, re.I) else "memory"
-        field = f"{_C}[{c.index if c else 0}].resources.requests.{resource}"
-        current: object = (
-            (c.cpu_request_millis if resource == "cpu" else c.memory_request_bytes) if c else None
-        )
-        pattern = r"requests"
-    elif re.search(r"taint", text, re.I) and not re.search(r"affinity|selector", text, re.I):
-        field, current, pattern = (
-            "spec.template.spec.tolerations",
-            list(spec.tolerations) if spec else None,
-            r"toleration",
-        )
-    elif spec is not None and not spec.node_selector and spec.has_affinity:
-        field, current, pattern = "spec.template.spec.affinity", None, r"affinity"
-    else:
-        field, current, pattern = (
-            "spec.template.spec.nodeSelector",
-            dict(spec.node_selector) if spec else None,
-            r"nodeSelector|affinity",
-        )
+    blocker = _scheduling_blocker(text, facts.obs.specs.get(service))
     suspect, touches = workload_suspect(
-        facts, service, field, current, touch_pattern=pattern, reason=text
+        facts, service, blocker.field, blocker.current, touch_pattern=blocker.pattern, reason=text
     )
     yield Candidate(
         service=service,
@@ -387,6 +392,48 @@ def unschedulable(facts: Facts, service: str) -> Iterator[Candidate]:
         rule="unschedulable",
         keys=(*facts.keys(service, "pods", "events"), *touch_keys(touches), "nodes"),
         suspect=suspect,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Blocker:
+    """The pod-template field that keeps pods off every node, its value, and the change-path
+    pattern that finds who changed it."""
+
+    field: str
+    current: object
+    pattern: str
+
+
+def _scheduling_blocker(text: str, spec: WorkloadSpec | None) -> _Blocker:
+    """Which field the scheduler's message points at: requests, tolerations, affinity or the
+    node selector (the default)."""
+    if re.search(r"insufficient (cpu|memory)", text, re.I):
+        return _requests_blocker(text, spec)
+    if re.search(r"taint", text, re.I) and not re.search(r"affinity|selector", text, re.I):
+        return _Blocker(
+            field="spec.template.spec.tolerations",
+            current=list(spec.tolerations) if spec else None,
+            pattern=r"toleration",
+        )
+    if spec is not None and not spec.node_selector and spec.has_affinity:
+        return _Blocker(field="spec.template.spec.affinity", current=None, pattern=r"affinity")
+    return _Blocker(
+        field="spec.template.spec.nodeSelector",
+        current=dict(spec.node_selector) if spec else None,
+        pattern=r"nodeSelector|affinity",
+    )
+
+
+def _requests_blocker(text: str, spec: WorkloadSpec | None) -> _Blocker:
+    c = spec.containers[0] if spec and spec.containers else None
+    resource = "cpu" if re.search(r"insufficient cpu", text, re.I) else "memory"
+    return _Blocker(
+        field=f"{_C}[{c.index if c else 0}].resources.requests.{resource}",
+        current=(
+            (c.cpu_request_millis if resource == "cpu" else c.memory_request_bytes) if c else None
+        ),
+        pattern=r"requests",
     )
 
 
@@ -423,24 +470,28 @@ def replicas(facts: Facts, service: str) -> Iterator[Candidate]:
     w = facts.obs.workloads.get(service)
     spec = facts.obs.specs.get(service)
     kind = spec.kind if spec else (w.kind if w else "Deployment")
-    lowered = []
-    for t in facts.touched(kind, service, r"(^|\.)replicas$"):
-        try:
-            down = t.old is not None and t.new is not None and int(t.new) < int(t.old)
-        except ValueError:
-            down = False
-        if down and (t.manager is None or not is_controller(t.manager)):
-            lowered.append(t)
+    lowered = [t for t in facts.touched(kind, service, r"(^|\.)replicas$") if _lowered_by_hand(t)]
     zero = w is not None and w.replicas == 0
     if not lowered and not zero:
         return
+    yield _replicas_candidate(facts, service, kind, w, lowered, zero=zero)
+
+
+def _replicas_candidate(
+    facts: Facts,
+    service: str,
+    kind: str,
+    w: WorkloadState | None,
+    lowered: list[Touch],
+    *,
+    zero: bool,
+) -> Candidate:
     blamed = service in facts.blame
     by = next((t.manager for t in lowered if t.manager), None)
-    confidence = 0.93 if lowered and (zero or blamed) else (0.8 if lowered or blamed else 0.7)
-    yield Candidate(
+    return Candidate(
         service=service,
         category=VIRT_OPERATION,
-        confidence=confidence,
+        confidence=_replicas_confidence(lowered=bool(lowered), zero=zero, blamed=blamed),
         explanation=f"{service}'s desired replicas were lowered to {w.replicas if w else '?'}"
         + (f" by {by}" if by else "")
         + (", and its callers fail to reach it" if blamed else ""),
@@ -460,6 +511,19 @@ def replicas(facts: Facts, service: str) -> Iterator[Candidate]:
             reason="replicas lowered by an operator",
         ),
     )
+
+
+def _lowered_by_hand(t: Touch) -> bool:
+    """The change brought replicas down and no controller or autoscaler made it."""
+    try:
+        down = t.old is not None and t.new is not None and int(t.new) < int(t.old)
+    except ValueError:
+        down = False
+    return down and (t.manager is None or not is_controller(t.manager))
+
+
+def _replicas_confidence(*, lowered: bool, zero: bool, blamed: bool) -> float:
+    return 0.93 if lowered and (zero or blamed) else (0.8 if lowered or blamed else 0.7)
 
 
 _GONE = ("Killing", "SuccessfulDelete", "Deleted", "Evicted", "Preempted", "TaintManagerEviction")

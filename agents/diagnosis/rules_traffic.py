@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from agents.diagnosis.candidate import (
     APP_AUTH,
@@ -18,8 +19,9 @@ from agents.diagnosis.candidate import (
     workload_suspect,
 )
 from agents.diagnosis.changes import json_diff
-from agents.diagnosis.facts import STRATUS_MANAGER, Facts, Touch
-from agents.diagnosis.graph import references
+from agents.diagnosis.facts import STRATUS_MANAGER, Blame, Facts, Touch
+from agents.diagnosis.graph import Reference, references
+from agents.diagnosis.observe import ServiceSpec
 from agents.diagnosis.signs import Sign
 from agents.diagnosis.suspect import Suspect
 
@@ -30,64 +32,89 @@ _CREDENTIAL = r"pass|user|cred|secret|auth|token|key"
 def service_ports(facts: Facts, service: str) -> Iterator[Candidate]:
     """A Service whose selector or targetPort matches no serving pod/port ⇒ virt misconfig."""
     obs = facts.obs
-    spec = obs.specs.get(service)
     candidates = [s for s in obs.services.values() if s.name == service] or obs.k8s_services_for(
         service
     )
     for svc in candidates:
         keys = [*facts.keys(service, "service", "pods"), *facts.blame.get(service, _NO).keys]
-        pods = obs.pods.get(service, ())
-        labels_match = spec is not None and all(
-            spec.template_labels.get(k) == v for k, v in svc.selector.items()
+        found = _selector_mismatch(facts, service, svc, keys) or _target_port_mismatch(
+            facts, service, svc, keys
         )
-        if svc.selector and not labels_match and (spec is not None or not pods):
-            touches = facts.touched("Service", svc.name, r"selector")
-            yield Candidate(
-                service=service,
-                category=VIRT_MISCONFIG,
-                confidence=0.92 if touches else 0.85,
-                explanation=f"Service {svc.name}'s selector {dict(svc.selector)} matches none of "
-                f"{service}'s pods, so it has no endpoints",
-                rule="service-selector",
-                keys=(*keys, *touch_keys(touches)),
-                suspect=Suspect(
-                    kind="Service",
-                    namespace=facts.ns,
-                    name=svc.name,
-                    field="spec.selector",
-                    current=str(dict(svc.selector)),
-                    last_known_good=next((t.old for t in touches if t.old), None),
-                    reason="selector matches no pods",
-                ),
-            )
+        if found is not None:
+            yield found
             return
-        ports = spec.container_ports() if spec else set()
-        for i, p in enumerate(svc.ports):
-            if not ports or p.target_port in ports:
-                continue
-            touches = facts.touched("Service", svc.name, r"ports|targetPort")
-            ready = sum(1 for pod in pods if pod.ready)
-            yield Candidate(
-                service=service,
-                category=VIRT_MISCONFIG,
-                confidence=0.93 if touches or service in facts.blame else 0.85,
-                explanation=f"Service {svc.name} sends port {p.port} to targetPort "
-                f"{p.target_port}, which no container of {service} listens on ({_ports(ports)})"
-                + (f" while {ready} pod{' is' if ready == 1 else 's are'} Ready" if ready else "")
-                + ("; callers' connections are refused" if service in facts.blame else ""),
-                rule="service-target-port",
-                keys=(*keys, *touch_keys(touches)),
-                suspect=Suspect(
-                    kind="Service",
-                    namespace=facts.ns,
-                    name=svc.name,
-                    field=f"spec.ports[{i}].targetPort",
-                    current=str(p.target_port),
-                    last_known_good=next((t.old for t in touches if t.old), None),
-                    reason="targetPort matches no containerPort",
-                ),
-            )
-            return
+
+
+def _selector_mismatch(
+    facts: Facts, service: str, svc: ServiceSpec, keys: list[str]
+) -> Candidate | None:
+    """The Service's selector matches none of the service's pods, so it has no endpoints."""
+    spec = facts.obs.specs.get(service)
+    pods = facts.obs.pods.get(service, ())
+    labels_match = spec is not None and all(
+        spec.template_labels.get(k) == v for k, v in svc.selector.items()
+    )
+    if not (svc.selector and not labels_match and (spec is not None or not pods)):
+        return None
+    touches = facts.touched("Service", svc.name, r"selector")
+    return Candidate(
+        service=service,
+        category=VIRT_MISCONFIG,
+        confidence=0.92 if touches else 0.85,
+        explanation=f"Service {svc.name}'s selector {dict(svc.selector)} matches none of "
+        f"{service}'s pods, so it has no endpoints",
+        rule="service-selector",
+        keys=(*keys, *touch_keys(touches)),
+        suspect=Suspect(
+            kind="Service",
+            namespace=facts.ns,
+            name=svc.name,
+            field="spec.selector",
+            current=str(dict(svc.selector)),
+            last_known_good=next((t.old for t in touches if t.old), None),
+            reason="selector matches no pods",
+        ),
+    )
+
+
+def _target_port_mismatch(
+    facts: Facts, service: str, svc: ServiceSpec, keys: list[str]
+) -> Candidate | None:
+    """The Service's first port whose targetPort no container of the service listens on."""
+    spec = facts.obs.specs.get(service)
+    ports = spec.container_ports() if spec else set()
+    for i, p in enumerate(svc.ports):
+        if ports and p.target_port not in ports:
+            return _target_port_candidate(facts, service, svc, i, ports, keys=keys)
+    return None
+
+
+def _target_port_candidate(
+    facts: Facts, service: str, svc: ServiceSpec, i: int, ports: set[int | str], *, keys: list[str]
+) -> Candidate:
+    p = svc.ports[i]
+    touches = facts.touched("Service", svc.name, r"ports|targetPort")
+    ready = sum(1 for pod in facts.obs.pods.get(service, ()) if pod.ready)
+    return Candidate(
+        service=service,
+        category=VIRT_MISCONFIG,
+        confidence=0.93 if touches or service in facts.blame else 0.85,
+        explanation=f"Service {svc.name} sends port {p.port} to targetPort "
+        f"{p.target_port}, which no container of {service} listens on ({_ports(ports)})"
+        + (f" while {ready} pod{' is' if ready == 1 else 's are'} Ready" if ready else "")
+        + ("; callers' connections are refused" if service in facts.blame else ""),
+        rule="service-target-port",
+        keys=(*keys, *touch_keys(touches)),
+        suspect=Suspect(
+            kind="Service",
+            namespace=facts.ns,
+            name=svc.name,
+            field=f"spec.ports[{i}].targetPort",
+            current=str(p.target_port),
+            last_known_good=next((t.old for t in touches if t.old), None),
+            reason="targetPort matches no containerPort",
+        ),
+    )
 
 
 def _ports(ports: set[int | str]) -> str:
@@ -107,41 +134,17 @@ def authentication(facts: Facts, service: str) -> Iterator[Candidate]:
     The root cause is the database the callers authenticate against (its users or roles) —
     unless a caller's own credentials changed just before, then that caller."""
     blame = facts.blame.get(service)
-    callers = sorted(c for c, signs in (blame.by.items() if blame else []) if Sign.AUTH in signs)
+    callers = _refused_callers(blame)
     own = facts.own_signs(service).get(Sign.AUTH, [])
     if not callers and not own:
         return
     if not callers and own and facts.obs.callees(service):
         return  # it complains about someone else's refusal: the blame lands on that one
-    changed = []
-    for caller in callers:
-        changed += [
-            (caller, t)
-            for t in facts.changed_recently(caller)
-            if re.search(_CREDENTIAL, t.path, re.I)
-        ]
+    changed = _credential_changes(facts, callers)
     line = (blame.lines[0] if blame and blame.lines else own[0]).strip()
     keys = [*(blame.keys if blame else []), *facts.keys(service, "logs", "pods")]
     if changed:
-        caller, t = changed[0]
-        yield Candidate(
-            service=caller,
-            category=APP_AUTH,
-            confidence=0.85,
-            explanation=f"{service} refuses {caller}'s credentials ({line}) after {caller}'s "
-            f"{t.path} changed",
-            rule="auth-client-change",
-            keys=(*keys, t.key),
-            suspect=Suspect(
-                kind=t.kind,
-                namespace=facts.ns,
-                name=t.name,
-                field=t.path,
-                current=t.new,
-                last_known_good=t.old,
-                reason="credentials changed",
-            ),
-        )
+        yield _client_change(facts, service, changed[0], line, keys)
     yield Candidate(
         service=service,
         category=APP_AUTH,
@@ -151,6 +154,35 @@ def authentication(facts: Facts, service: str) -> Iterator[Candidate]:
         rule="auth-database",
         keys=tuple(keys),
     )
+    yield from _refused_clients(service, callers, changed, line, keys)
+
+
+def _refused_callers(blame: Blame | None) -> list[str]:
+    """The callers whose error lines say the service refused their credentials, sorted."""
+    return sorted(c for c, signs in (blame.by.items() if blame else []) if Sign.AUTH in signs)
+
+
+def _credential_changes(facts: Facts, callers: list[str]) -> list[tuple[str, Touch]]:
+    """Recent changes of the callers' credential settings, caller by caller."""
+    changed = []
+    for caller in callers:
+        changed += [
+            (caller, t)
+            for t in facts.changed_recently(caller)
+            if re.search(_CREDENTIAL, t.path, re.I)
+        ]
+    return changed
+
+
+def _refused_clients(
+    service: str,
+    callers: list[str],
+    changed: list[tuple[str, Touch]],
+    line: str,
+    keys: list[str],
+) -> Iterator[Candidate]:
+    """The first two callers as weak suspects of their own, but for the one already named
+    for its credential change."""
     for caller in callers[:2]:
         if not changed or caller != changed[0][0]:
             yield Candidate(
@@ -163,13 +195,78 @@ def authentication(facts: Facts, service: str) -> Iterator[Candidate]:
             )
 
 
+def _client_change(
+    facts: Facts, service: str, change: tuple[str, Touch], line: str, keys: list[str]
+) -> Candidate:
+    caller, t = change
+    return Candidate(
+        service=caller,
+        category=APP_AUTH,
+        confidence=0.85,
+        explanation=f"{service} refuses {caller}'s credentials ({line}) after {caller}'s "
+        f"{t.path} changed",
+        rule="auth-client-change",
+        keys=(*keys, t.key),
+        suspect=Suspect(
+            kind=t.kind,
+            namespace=facts.ns,
+            name=t.name,
+            field=t.path,
+            current=t.new,
+            last_known_good=t.old,
+            reason="credentials changed",
+        ),
+    )
+
+
 def flags(facts: Facts, service: str) -> Iterator[Candidate]:
     """A feature flag turned on makes a service fail ⇒ application misconfiguration."""
-    s = facts.symptoms.get(service)
-    sick = s is not None and (s.intrinsic or s.restarts > 0)
-    if not (sick or facts.failing(service) or facts.slow(service) or facts.own_signs(service)):
+    if not _misbehaves(facts, service):
         return
     words = _words(service)
+    for flip in _flips(facts):
+        named = bool(words) and words <= _words(flip.flag)
+        logged = Sign.FEATURE_FLAG in facts.own_signs(service)
+        if not (named or logged):
+            continue
+        yield _flag_candidate(facts, service, flip, _flag_confidence(named=named, logged=logged))
+        for consumer in sorted(_consumers(facts, flip.touch.name) - {service})[:1]:
+            yield Candidate(
+                service=consumer,
+                category=APP_MISCONFIG,
+                confidence=0.3,
+                explanation=f"{consumer} serves the flags of ConfigMap {flip.touch.name}, whose "
+                f"flag {flip.flag!r} changed",
+                rule="feature-flag-source",
+                keys=(flip.touch.key,),
+            )
+        return
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Flip:
+    """One value a ConfigMap change turned: a leaf of its flag document, or the key itself."""
+
+    touch: Touch
+    path: str
+    old: object
+    new: object
+
+    @property
+    def flag(self) -> str:
+        return _flag_name(self.path)
+
+
+def _misbehaves(facts: Facts, service: str) -> bool:
+    """Its pods, signals or own logs show trouble: a flag is only suspect for a failing service."""
+    s = facts.symptoms.get(service)
+    sick = s is not None and (s.intrinsic or s.restarts > 0)
+    return bool(sick or facts.failing(service) or facts.slow(service) or facts.own_signs(service))
+
+
+def _flips(facts: Facts) -> Iterator[_Flip]:
+    """The ConfigMap changes by leaf; a change that is no JSON document counts as a flip only
+    when its key names a flag or feature."""
     for t in facts.touches:
         if t.kind != "ConfigMap":
             continue
@@ -177,40 +274,33 @@ def flags(facts: Facts, service: str) -> Iterator[Candidate]:
             [(t.path, t.old, t.new)] if re.search(r"flag|feature", t.path, re.I) else []
         )
         for path, old, new in flips:
-            flag = _flag_name(path)
-            named = bool(words) and words <= _words(flag)
-            logged = Sign.FEATURE_FLAG in facts.own_signs(service)
-            if not (named or logged):
-                continue
-            yield Candidate(
-                service=service,
-                category=APP_MISCONFIG,
-                confidence=0.88 if named and logged else (0.82 if named else 0.6),
-                explanation=f"feature flag {flag!r} in ConfigMap {t.name} went from {old!r} to "
-                f"{new!r} and {service} now fails its requests",
-                rule="feature-flag",
-                keys=(t.key, *facts.keys(service, "signals", "logs")),
-                suspect=Suspect(
-                    kind="ConfigMap",
-                    namespace=facts.ns,
-                    name=t.name,
-                    field=t.path,
-                    current=str(new),
-                    last_known_good=None if old is None else str(old),
-                    reason=f"flag {flag} ({path}) turned on",
-                ),
-            )
-            for consumer in sorted(_consumers(facts, t.name) - {service})[:1]:
-                yield Candidate(
-                    service=consumer,
-                    category=APP_MISCONFIG,
-                    confidence=0.3,
-                    explanation=f"{consumer} serves the flags of ConfigMap {t.name}, whose flag "
-                    f"{flag!r} changed",
-                    rule="feature-flag-source",
-                    keys=(t.key,),
-                )
-            return
+            yield _Flip(touch=t, path=path, old=old, new=new)
+
+
+def _flag_confidence(*, named: bool, logged: bool) -> float:
+    return 0.88 if named and logged else (0.82 if named else 0.6)
+
+
+def _flag_candidate(facts: Facts, service: str, flip: _Flip, confidence: float) -> Candidate:
+    t, flag, old, new = flip.touch, flip.flag, flip.old, flip.new
+    return Candidate(
+        service=service,
+        category=APP_MISCONFIG,
+        confidence=confidence,
+        explanation=f"feature flag {flag!r} in ConfigMap {t.name} went from {old!r} to "
+        f"{new!r} and {service} now fails its requests",
+        rule="feature-flag",
+        keys=(t.key, *facts.keys(service, "signals", "logs")),
+        suspect=Suspect(
+            kind="ConfigMap",
+            namespace=facts.ns,
+            name=t.name,
+            field=t.path,
+            current=str(new),
+            last_known_good=None if old is None else str(old),
+            reason=f"flag {flag} ({flip.path}) turned on",
+        ),
+    )
 
 
 def _consumers(facts: Facts, config_map: str) -> set[str]:
@@ -321,49 +411,67 @@ def address_settings(facts: Facts, service: str) -> Iterator[Candidate]:
     spec = obs.specs.get(service)
     if spec is None or facts.symptoms[service].crash:
         return
+    complaints = _dial_complaints(facts, service)
+    if not complaints:
+        return
+    for ref in references(obs, spec):
+        mentioned = any(ref.host in line for line in complaints)
+        why = _wrong_address(facts, ref, mentioned=mentioned)
+        if why is None:
+            continue
+        yield _address_candidate(facts, service, ref, why, mentioned=mentioned)
+        return
+
+
+def _dial_complaints(facts: Facts, service: str) -> list[str]:
+    """The service's current log lines that say it cannot reach an address."""
     own = facts.own_signs(service, previous=False)
-    complaints = [
+    return [
         line
         for s in (Sign.NO_HOST, Sign.UNREACHABLE, Sign.REFUSED, Sign.TIMEOUT)
         for line in own.get(s, [])
     ]
-    if not complaints:
-        return
-    for ref in references(obs, spec):
-        svc = obs.services.get(ref.host)
-        mentioned = any(ref.host in line for line in complaints)
-        if svc is None and (mentioned or _near(ref.host, obs.service_names)):
-            why = f"{ref.host} is not a Service of {facts.ns}"
-        elif (
-            svc is not None
-            and ref.port is not None
-            and svc.ports
-            and all(p.port != ref.port for p in svc.ports)
-        ):
-            why = f"Service {ref.host} has no port {ref.port}"
-        else:
-            continue
-        kind, name = ref.owner
-        touches = facts.touched(kind, name, re.escape(ref.key) if ref.config_map else r"env")
-        yield Candidate(
-            service=service,
-            category=APP_MISCONFIG,
-            confidence=0.88 if touches or mentioned else 0.7,
-            explanation=f"{service} dials {ref.value!r} from {ref.key}: {why}",
-            rule="address-misconfig",
-            keys=(*facts.keys(service, "logs", "changes", "drift"), *touch_keys(touches)),
-            suspect=Suspect(
-                kind=kind,
-                namespace=facts.ns,
-                name=name,
-                field=ref.field,
-                current=ref.value,
-                last_known_good=next((t.old for t in touches if t.old), None),
-                container=ref.container.name,
-                reason=why,
-            ),
-        )
-        return
+
+
+def _wrong_address(facts: Facts, ref: Reference, *, mentioned: bool) -> str | None:
+    """Why the address a setting holds is wrong, or None when nothing says it is."""
+    obs = facts.obs
+    svc = obs.services.get(ref.host)
+    if svc is None and (mentioned or _near(ref.host, obs.service_names)):
+        return f"{ref.host} is not a Service of {facts.ns}"
+    if (
+        svc is not None
+        and ref.port is not None
+        and svc.ports
+        and all(p.port != ref.port for p in svc.ports)
+    ):
+        return f"Service {ref.host} has no port {ref.port}"
+    return None
+
+
+def _address_candidate(
+    facts: Facts, service: str, ref: Reference, why: str, *, mentioned: bool
+) -> Candidate:
+    kind, name = ref.owner
+    touches = facts.touched(kind, name, re.escape(ref.key) if ref.config_map else r"env")
+    return Candidate(
+        service=service,
+        category=APP_MISCONFIG,
+        confidence=0.88 if touches or mentioned else 0.7,
+        explanation=f"{service} dials {ref.value!r} from {ref.key}: {why}",
+        rule="address-misconfig",
+        keys=(*facts.keys(service, "logs", "changes", "drift"), *touch_keys(touches)),
+        suspect=Suspect(
+            kind=kind,
+            namespace=facts.ns,
+            name=name,
+            field=ref.field,
+            current=ref.value,
+            last_known_good=next((t.old for t in touches if t.old), None),
+            container=ref.container.name,
+            reason=why,
+        ),
+    )
 
 
 def _near(host: str, names: set[str]) -> bool:

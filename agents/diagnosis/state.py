@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agents.model import PodState, WorkloadState
+from agents.model import ContainerState, PodState, WorkloadState
 
 PULL_REASONS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
@@ -44,50 +44,68 @@ class PodSymptoms:
 
 
 def pod_symptoms(pods: Sequence[PodState]) -> PodSymptoms:
-    pull: list[str] = []
-    start: list[str] = []
-    config: list[str] = []
-    unsched: list[str] = []
-    messages: list[str] = []
-    crash = oom = False
-    images: list[str] = []
+    tally = _Tally()
     for pod in pods:
         if pod.unschedulable_message:
-            unsched.append(pod.unschedulable_message)
+            tally.unschedulable.append(pod.unschedulable_message)
         for c in pod.containers:
-            if c.image not in images:
-                images.append(c.image)
-            reason = c.reason or ""
-            message = c.message or ""
-            if reason in PULL_REASONS:
-                pull.append(f"{reason}: {message}".strip(": "))
-            elif reason in START_REASONS or (
-                c.last_terminated_reason in START_REASONS and c.state != "running"
-            ):
-                start.append(f"{reason or c.last_terminated_reason}: {message}".strip(": "))
-            elif reason in CONFIG_REASONS:
-                config.append(f"{reason}: {message}".strip(": "))
-            if reason == "CrashLoopBackOff" or (
-                c.restart_count > 0 and c.last_terminated_reason not in (None, "Completed")
-            ):
-                crash = True
-            if reason == "OOMKilled" or c.last_terminated_reason == "OOMKilled":
-                oom = True
-            if message and message not in messages:
-                messages.append(message)
+            tally.add(c)
     return PodSymptoms(
         total=len(pods),
         ready=sum(1 for p in pods if p.ready),
         restarts=sum(p.restart_count for p in pods),
-        pull=tuple(pull),
-        start=tuple(start),
-        config=tuple(config),
-        crash=crash,
-        oom=oom,
-        unschedulable=tuple(unsched),
+        pull=tuple(tally.pull),
+        start=tuple(tally.start),
+        config=tuple(tally.config),
+        crash=tally.crash,
+        oom=tally.oom,
+        unschedulable=tuple(tally.unschedulable),
         pending=sum(1 for p in pods if p.phase == "Pending"),
-        images=tuple(images),
-        messages=tuple(messages[:5]),
+        images=tuple(tally.images),
+        messages=tuple(tally.messages[:5]),
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What `pod_symptoms` gathers container by container, in the order it meets them."""
+
+    pull: list[str] = field(default_factory=list)
+    start: list[str] = field(default_factory=list)
+    config: list[str] = field(default_factory=list)
+    unschedulable: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    crash: bool = False
+    oom: bool = False
+
+    def add(self, c: ContainerState) -> None:
+        if c.image not in self.images:
+            self.images.append(c.image)
+        self._file_reason(c)
+        self.crash = self.crash or _crashed(c)
+        self.oom = self.oom or c.reason == "OOMKilled" or c.last_terminated_reason == "OOMKilled"
+        message = c.message or ""
+        if message and message not in self.messages:
+            self.messages.append(message)
+
+    def _file_reason(self, c: ContainerState) -> None:
+        """File the container's reason under pull, start or config (at most one of them)."""
+        reason = c.reason or ""
+        message = c.message or ""
+        if reason in PULL_REASONS:
+            self.pull.append(f"{reason}: {message}".strip(": "))
+        elif reason in START_REASONS or (
+            c.last_terminated_reason in START_REASONS and c.state != "running"
+        ):
+            self.start.append(f"{reason or c.last_terminated_reason}: {message}".strip(": "))
+        elif reason in CONFIG_REASONS:
+            self.config.append(f"{reason}: {message}".strip(": "))
+
+
+def _crashed(c: ContainerState) -> bool:
+    return c.reason == "CrashLoopBackOff" or (
+        c.restart_count > 0 and c.last_terminated_reason not in (None, "Completed")
     )
 
 
