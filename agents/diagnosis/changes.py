@@ -10,19 +10,21 @@ the journal's last known good, so the reasoner (and the planner) see `spec.ports
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agents.diagnosis.handlers import Handler
 from agents.diagnosis.items import Item, clip, make_item
 from agents.diagnosis.observe import (
+    ContainerSpec,
+    EnvVar,
     FieldDiff,
     Observations,
     parse_service_spec,
     parse_workload_spec,
 )
-from agents.diagnosis.ports import JournalView
+from agents.diagnosis.ports import JournalView, Redactor
 from agents.model import Change, EvidenceKind, JsonObject
 from agents.redact import redact_entries as redact_mapping
 
@@ -144,13 +146,8 @@ def read_drift(collector: Collector, obs: Observations, handler: Handler) -> lis
     journal = collector.journal
     if journal is None or not handler.collect.last_known_good:
         return []
-    targets: list[tuple[str, str]] = []
-    for _, change in obs.changes:
-        kinds = ("Deployment", "StatefulSet", "Service", "ConfigMap")
-        if change.kind in kinds and (change.kind, change.name) not in targets:
-            targets.append((change.kind, change.name))
     items = []
-    for kind, name in targets[:12]:
+    for kind, name in _drift_targets(obs)[:12]:
         lkg = collector.read_one(
             obs, f"last known good of {kind}/{name}", _lkg(journal, obs, kind, name)
         )
@@ -159,34 +156,53 @@ def read_drift(collector: Collector, obs: Observations, handler: Handler) -> lis
         diffs = list(_diff_object(collector, obs, kind, name, lkg))
         if not diffs:
             continue
-        key = f"drift:{kind}/{name}"
-        service = collector.service_of_object(obs, kind, name)
-        for d in diffs:
-            obs.drift.append((key, d))
-        if service:
-            obs.cite(f"drift:{service}", key)
-        lines = []
-        for d in diffs:
-            inner = list(json_diff(d.old, d.new))
-            if inner:
-                lines += [f"{d.path} → {s}: {_show(x)} → {_show(y)}" for s, x, y in inner[:20]]
-            else:
-                lines.append(f"{d.path}: {_show(d.old)} → {_show(d.new)}")
-        items.append(
-            make_item(
-                key=key,
-                kind=EvidenceKind.CONFIG,
-                source=f"last-known-good/{obs.scope.namespace}/{kind}/{name}",
-                summary=f"{kind}/{name} differs from its last known good: "
-                + ", ".join(d.path for d in diffs[:4])
-                + (f" (+{len(diffs) - 4})" if len(diffs) > 4 else ""),
-                service=service,
-                detail="\n".join(lines[:60]),
-                redactor=collector.redactor,
-                relevance=0.9,
-            )
-        )
+        items.append(_drift_item(collector, obs, kind, name, diffs))
     return items
+
+
+def _drift_targets(obs: Observations) -> list[tuple[str, str]]:
+    """The changed objects that have a last known good to compare with, once each, newest
+    change first."""
+    targets: list[tuple[str, str]] = []
+    for _, change in obs.changes:
+        kinds = ("Deployment", "StatefulSet", "Service", "ConfigMap")
+        if change.kind in kinds and (change.kind, change.name) not in targets:
+            targets.append((change.kind, change.name))
+    return targets
+
+
+def _drift_item(
+    collector: Collector, obs: Observations, kind: str, name: str, diffs: list[FieldDiff]
+) -> Item:
+    key = f"drift:{kind}/{name}"
+    service = collector.service_of_object(obs, kind, name)
+    for d in diffs:
+        obs.drift.append((key, d))
+    if service:
+        obs.cite(f"drift:{service}", key)
+    return make_item(
+        key=key,
+        kind=EvidenceKind.CONFIG,
+        source=f"last-known-good/{obs.scope.namespace}/{kind}/{name}",
+        summary=f"{kind}/{name} differs from its last known good: "
+        + ", ".join(d.path for d in diffs[:4])
+        + (f" (+{len(diffs) - 4})" if len(diffs) > 4 else ""),
+        service=service,
+        detail="\n".join(_drift_lines(diffs)[:60]),
+        redactor=collector.redactor,
+        relevance=0.9,
+    )
+
+
+def _drift_lines(diffs: list[FieldDiff]) -> list[str]:
+    lines = []
+    for d in diffs:
+        inner = list(json_diff(d.old, d.new))
+        if inner:
+            lines += [f"{d.path} → {s}: {_show(x)} → {_show(y)}" for s, x, y in inner[:20]]
+        else:
+            lines.append(f"{d.path}: {_show(d.old)} → {_show(d.new)}")
+    return lines
 
 
 def _lkg(
@@ -196,6 +212,10 @@ def _lkg(
         return journal.last_known_good(obs.scope, kind, name, obs.started_at)
 
     return read
+
+
+#: One field's difference (None when equal), already bound to the object's kind and name.
+_Diff = Callable[[str, Any, Any], FieldDiff | None]
 
 
 def _diff_object(
@@ -214,80 +234,122 @@ def _diff_object(
             new=None if new is None else str(new),
         )
 
+    differ = _DIFFERS.get(kind)
+    found = differ(diff, obs, name, lkg, redactor) if differ is not None else []
+    yield from (d for d in found if d is not None)
+
+
+def _workload_diffs(
+    diff: _Diff, obs: Observations, name: str, lkg: JsonObject, redactor: Redactor
+) -> list[FieldDiff | None]:
+    now = obs.specs.get(name)
+    if now is None:
+        return []
+    was = parse_workload_spec(lkg, redactor)
     found: list[FieldDiff | None] = []
-    if kind in ("Deployment", "StatefulSet"):
-        now = obs.specs.get(name)
-        if now is None:
-            return
-        was = parse_workload_spec(lkg, redactor)
-        found.append(diff("spec.replicas", was.replicas, now.replicas))
-        prefix = "spec.template.spec"
-        found.append(diff(f"{prefix}.nodeSelector", _m(was.node_selector), _m(now.node_selector)))
-        found.append(diff(f"{prefix}.affinity", was.has_affinity, now.has_affinity))
-        found.append(diff(f"{prefix}.tolerations", list(was.tolerations), list(now.tolerations)))
-        for c in now.containers:
-            old = next((o for o in was.containers if o.name == c.name), None)
-            if old is None:
-                continue
-            at = f"{prefix}.containers[{c.index}]"
-            found.append(diff(f"{at}.image", old.image, c.image))
-            found.append(diff(f"{at}.command", list(old.command), list(c.command)))
-            found.append(diff(f"{at}.args", list(old.args), list(c.args)))
-            found.append(diff(f"{at}.ports", list(old.ports), list(c.ports)))
-            found.append(
-                diff(f"{at}.resources.limits.cpu", old.cpu_limit_millis, c.cpu_limit_millis)
-            )
-            found.append(
-                diff(f"{at}.resources.limits.memory", old.memory_limit_bytes, c.memory_limit_bytes)
-            )
-            found.append(
-                diff(f"{at}.resources.requests.cpu", old.cpu_request_millis, c.cpu_request_millis)
-            )
+    found.append(diff("spec.replicas", was.replicas, now.replicas))
+    prefix = "spec.template.spec"
+    found.append(diff(f"{prefix}.nodeSelector", _m(was.node_selector), _m(now.node_selector)))
+    found.append(diff(f"{prefix}.affinity", was.has_affinity, now.has_affinity))
+    found.append(diff(f"{prefix}.tolerations", list(was.tolerations), list(now.tolerations)))
+    for c in now.containers:
+        old = next((o for o in was.containers if o.name == c.name), None)
+        if old is None:
+            continue
+        found += _container_diffs(diff, f"{prefix}.containers[{c.index}]", old, c)
+    return found
+
+
+def _container_diffs(
+    diff: _Diff, at: str, old: ContainerSpec, c: ContainerSpec
+) -> list[FieldDiff | None]:
+    found: list[FieldDiff | None] = []
+    found.append(diff(f"{at}.image", old.image, c.image))
+    found.append(diff(f"{at}.command", list(old.command), list(c.command)))
+    found.append(diff(f"{at}.args", list(old.args), list(c.args)))
+    found.append(diff(f"{at}.ports", list(old.ports), list(c.ports)))
+    found.append(diff(f"{at}.resources.limits.cpu", old.cpu_limit_millis, c.cpu_limit_millis))
+    found.append(
+        diff(f"{at}.resources.limits.memory", old.memory_limit_bytes, c.memory_limit_bytes)
+    )
+    found.append(diff(f"{at}.resources.requests.cpu", old.cpu_request_millis, c.cpu_request_millis))
+    found.append(
+        diff(
+            f"{at}.resources.requests.memory",
+            old.memory_request_bytes,
+            c.memory_request_bytes,
+        )
+    )
+    found += _env_diffs(diff, at, old.env, c.env)
+    return found
+
+
+def _env_diffs(
+    diff: _Diff, at: str, was: Sequence[EnvVar], env: Sequence[EnvVar]
+) -> list[FieldDiff | None]:
+    found: list[FieldDiff | None] = []
+    olds = {e.name: e for e in was}
+    for j, e in enumerate(env):
+        before = olds.get(e.name)
+        if before is None:
+            found.append(diff(f"{at}.env[{j}]", None, e.name))
+        elif (before.value, before.config_map, before.key) != (
+            e.value,
+            e.config_map,
+            e.key,
+        ):
             found.append(
                 diff(
-                    f"{at}.resources.requests.memory",
-                    old.memory_request_bytes,
-                    c.memory_request_bytes,
+                    f"{at}.env[{j}].value" if e.value is not None else f"{at}.env[{j}]",
+                    before.value or f"{before.config_map}/{before.key}",
+                    e.value or f"{e.config_map}/{e.key}",
                 )
             )
-            olds = {e.name: e for e in old.env}
-            for j, e in enumerate(c.env):
-                before = olds.get(e.name)
-                if before is None:
-                    found.append(diff(f"{at}.env[{j}]", None, e.name))
-                elif (before.value, before.config_map, before.key) != (
-                    e.value,
-                    e.config_map,
-                    e.key,
-                ):
-                    found.append(
-                        diff(
-                            f"{at}.env[{j}].value" if e.value is not None else f"{at}.env[{j}]",
-                            before.value or f"{before.config_map}/{before.key}",
-                            e.value or f"{e.config_map}/{e.key}",
-                        )
-                    )
-    elif kind == "Service":
-        now_svc = obs.services.get(name)
-        if now_svc is None:
-            return
-        was_svc = parse_service_spec(lkg, 0)
-        found.append(diff("spec.selector", _m(was_svc.selector), _m(now_svc.selector)))
-        for i, p in enumerate(now_svc.ports):
-            if i < len(was_svc.ports):
-                found.append(diff(f"spec.ports[{i}].port", was_svc.ports[i].port, p.port))
-                found.append(
-                    diff(f"spec.ports[{i}].targetPort", was_svc.ports[i].target_port, p.target_port)
-                )
-    elif kind == "ConfigMap":
-        now_cm = obs.config_maps.get(name)
-        if now_cm is None:
-            return
-        raw = lkg.get("data") if isinstance(lkg.get("data"), dict) else {}
-        was_data = redact_mapping({str(k): str(v) for k, v in (raw or {}).items()}, redactor)
-        for key in sorted(set(was_data) | set(now_cm.data)):
-            found.append(diff(f"data.{key}", was_data.get(key), now_cm.data.get(key)))
-    yield from (d for d in found if d is not None)
+    return found
+
+
+def _service_diffs(
+    diff: _Diff, obs: Observations, name: str, lkg: JsonObject, redactor: Redactor
+) -> list[FieldDiff | None]:
+    now_svc = obs.services.get(name)
+    if now_svc is None:
+        return []
+    was_svc = parse_service_spec(lkg, 0)
+    found: list[FieldDiff | None] = []
+    found.append(diff("spec.selector", _m(was_svc.selector), _m(now_svc.selector)))
+    for i, p in enumerate(now_svc.ports):
+        if i < len(was_svc.ports):
+            found.append(diff(f"spec.ports[{i}].port", was_svc.ports[i].port, p.port))
+            found.append(
+                diff(f"spec.ports[{i}].targetPort", was_svc.ports[i].target_port, p.target_port)
+            )
+    return found
+
+
+def _config_map_diffs(
+    diff: _Diff, obs: Observations, name: str, lkg: JsonObject, redactor: Redactor
+) -> list[FieldDiff | None]:
+    now_cm = obs.config_maps.get(name)
+    if now_cm is None:
+        return []
+    raw = lkg.get("data") if isinstance(lkg.get("data"), dict) else {}
+    was_data = redact_mapping({str(k): str(v) for k, v in (raw or {}).items()}, redactor)
+    found: list[FieldDiff | None] = []
+    for key in sorted(set(was_data) | set(now_cm.data)):
+        found.append(diff(f"data.{key}", was_data.get(key), now_cm.data.get(key)))
+    return found
+
+
+#: How each kind with a last known good is compared with what runs now.
+_DIFFERS: dict[
+    str,
+    Callable[[_Diff, Observations, str, JsonObject, Redactor], list[FieldDiff | None]],
+] = {
+    "Deployment": _workload_diffs,
+    "StatefulSet": _workload_diffs,
+    "Service": _service_diffs,
+    "ConfigMap": _config_map_diffs,
+}
 
 
 def _m(mapping: Mapping[str, str]) -> dict[str, str]:

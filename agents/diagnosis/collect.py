@@ -26,11 +26,18 @@ from agents.diagnosis.items import Item, make_item
 from agents.diagnosis.observe import (
     Observations,
     ServiceSpec,
+    WorkloadSpec,
     parse_workload_spec,
     target_port,
 )
 from agents.diagnosis.ports import JournalView, Redactor
-from agents.diagnosis.state import describe_pod, describe_workload, pod_symptoms, short_reason
+from agents.diagnosis.state import (
+    PodSymptoms,
+    describe_pod,
+    describe_workload,
+    pod_symptoms,
+    short_reason,
+)
 from agents.errors import StratusError
 from agents.model import (
     Alert,
@@ -40,8 +47,10 @@ from agents.model import (
     EvidenceKind,
     Incident,
     KubeObject,
+    NodeInfo,
     PodState,
     ServiceInfo,
+    WorkloadState,
 )
 from agents.ports import Clock, ClusterReader, MetricsSource
 from agents.redact import redact_entries as redact_mapping
@@ -221,38 +230,11 @@ class Collector:
         out = []
         healthy: list[str] = []
         for service in sorted(obs.service_names | set(obs.pods)):
-            pods = obs.pods.get(service, ())
-            symptoms = pod_symptoms(pods)
-            workload = obs.workloads.get(service)
-            lacking = workload is not None and (
-                workload.ready_replicas < workload.replicas or workload.replicas == 0
-            )
-            anomalous = symptoms.intrinsic or lacking or symptoms.ready < symptoms.total
-            if not anomalous and symptoms.restarts == 0:
+            item = self._pod_item(obs, service)
+            if item is None:
                 healthy.append(service)
-                continue
-            key = f"pods:{service}"
-            obs.cite(key, key)
-            head = describe_workload(workload) if workload else f"{service}: no workload"
-            out.append(
-                make_item(
-                    key=key,
-                    kind=EvidenceKind.POD_STATE,
-                    source=f"pods/{obs.scope.namespace}/{service}",
-                    summary=f"{service}: {short_reason(symptoms)}; {symptoms.ready}/"
-                    f"{symptoms.total} pods ready"
-                    + (f", desired {workload.replicas}" if workload else "")
-                    + (
-                        f", {symptoms.restarts} restart{'' if symptoms.restarts == 1 else 's'}"
-                        if symptoms.restarts
-                        else ""
-                    ),
-                    service=service,
-                    detail="\n".join([head, *(describe_pod(p) for p in pods[:10])]),
-                    redactor=self.redactor,
-                    relevance=0.9 if anomalous else 0.5,
-                )
-            )
+            else:
+                out.append(item)
         if healthy:
             out.append(
                 make_item(
@@ -267,6 +249,30 @@ class Collector:
                 )
             )
         return out
+
+    def _pod_item(self, obs: Observations, service: str) -> Item | None:
+        """One service's pods as evidence; None when all are ready and none restarted (those
+        services are listed together, in one item)."""
+        pods = obs.pods.get(service, ())
+        symptoms = pod_symptoms(pods)
+        workload = obs.workloads.get(service)
+        lacking = _lacks_replicas(workload)
+        anomalous = symptoms.intrinsic or lacking or symptoms.ready < symptoms.total
+        if not anomalous and symptoms.restarts == 0:
+            return None
+        key = f"pods:{service}"
+        obs.cite(key, key)
+        head = describe_workload(workload) if workload else f"{service}: no workload"
+        return make_item(
+            key=key,
+            kind=EvidenceKind.POD_STATE,
+            source=f"pods/{obs.scope.namespace}/{service}",
+            summary=_pods_summary(service, symptoms, workload),
+            service=service,
+            detail="\n".join([head, *(describe_pod(p) for p in pods[:10])]),
+            redactor=self.redactor,
+            relevance=0.9 if anomalous else 0.5,
+        )
 
     def _events(self, obs: Observations, handler: Handler) -> list[Item]:
         merged: dict[tuple[str, str, str], EventRecord] = {}
@@ -315,42 +321,12 @@ class Collector:
         fine: list[str] = []
         for svc in sorted(obs.services.values(), key=lambda s: s.name):
             workload = obs.service_for_k8s_service(svc.name)
-            spec = obs.specs.get(workload or "")
-            ports = spec.container_ports() if spec else set()
-            problems = []
-            if spec is None and svc.selector:
-                problems.append(f"selector {dict(svc.selector)} matches no workload's pods")
-            if svc.ready_endpoints == 0 and svc.selector:
-                problems.append("no ready endpoints")
-            for i, p in enumerate(svc.ports):
-                target = p.target_port
-                if spec is not None and ports and target not in ports:
-                    problems.append(
-                        f"spec.ports[{i}].targetPort {target} matches no containerPort "
-                        f"({', '.join(str(x) for x in sorted(ports, key=str))})"
-                    )
-            ports_text = ", ".join(f"{p.port}->{p.target_port}" for p in svc.ports)
-            line = (
-                f"Service {svc.name}: ports {ports_text}; selector {dict(svc.selector)}; "
-                f"{svc.ready_endpoints} ready endpoints"
-            )
+            problems = _service_problems(svc, obs.specs.get(workload or ""))
+            line = _service_line(svc)
             if not problems:
                 fine.append(line)
                 continue
-            key = f"service:{svc.name}"
-            obs.cite(f"service:{workload or svc.name}", key)
-            out.append(
-                make_item(
-                    key=key,
-                    kind=EvidenceKind.SERVICE,
-                    source=f"services/{obs.scope.namespace}/{svc.name}",
-                    summary=f"Service {svc.name}: " + "; ".join(problems),
-                    service=workload or svc.name,
-                    detail=line,
-                    redactor=self.redactor,
-                    relevance=0.9,
-                )
-            )
+            out.append(self._service_item(obs, svc, workload, problems, line))
         if fine:
             out.append(
                 make_item(
@@ -365,30 +341,41 @@ class Collector:
             )
         return out
 
+    def _service_item(
+        self,
+        obs: Observations,
+        svc: ServiceSpec,
+        workload: str | None,
+        problems: list[str],
+        line: str,
+    ) -> Item:
+        key = f"service:{svc.name}"
+        obs.cite(f"service:{workload or svc.name}", key)
+        return make_item(
+            key=key,
+            kind=EvidenceKind.SERVICE,
+            source=f"services/{obs.scope.namespace}/{svc.name}",
+            summary=f"Service {svc.name}: " + "; ".join(problems),
+            service=workload or svc.name,
+            detail=line,
+            redactor=self.redactor,
+            relevance=0.9,
+        )
+
     def _nodes(self, obs: Observations, handler: Handler) -> list[Item]:
         if not handler.collect.nodes:
             return []
         obs.nodes = tuple(self.read_many(obs, "nodes", self.cluster.nodes)[:200])
         if not obs.nodes:
             return []
-        bad = [n for n in obs.nodes if not n.ready or n.unschedulable or n.taints]
-        lines = [
-            f"{n.name}: {'Ready' if n.ready else 'NotReady'}"
-            + (", cordoned" if n.unschedulable else "")
-            + (f", taints {', '.join(n.taints)}" if n.taints else "")
-            + f", labels {dict(sorted(n.labels.items()))}"
-            for n in obs.nodes[:20]
-        ]
         not_ready = [n.name for n in obs.nodes if not n.ready]
         return [
             make_item(
                 key="nodes",
                 kind=EvidenceKind.NODE,
                 source="nodes",
-                summary=f"{len(obs.nodes)} nodes, {len(not_ready)} not ready"
-                + (f" ({', '.join(not_ready[:5])})" if not_ready else "")
-                + (f", {len(bad)} cordoned/tainted/not ready" if bad else ""),
-                detail="\n".join(lines),
+                summary=_nodes_summary(obs.nodes, not_ready),
+                detail="\n".join(_node_line(n) for n in obs.nodes[:20]),
                 redactor=self.redactor,
                 relevance=0.8 if not_ready else 0.25,
             )
@@ -416,6 +403,70 @@ class Collector:
                 )
             )
         return out
+
+
+def _lacks_replicas(workload: WorkloadState | None) -> bool:
+    return workload is not None and (
+        workload.ready_replicas < workload.replicas or workload.replicas == 0
+    )
+
+
+def _pods_summary(service: str, symptoms: PodSymptoms, workload: WorkloadState | None) -> str:
+    return (
+        f"{service}: {short_reason(symptoms)}; {symptoms.ready}/"
+        f"{symptoms.total} pods ready"
+        + (f", desired {workload.replicas}" if workload else "")
+        + (
+            f", {symptoms.restarts} restart{'' if symptoms.restarts == 1 else 's'}"
+            if symptoms.restarts
+            else ""
+        )
+    )
+
+
+def _service_problems(svc: ServiceSpec, spec: WorkloadSpec | None) -> list[str]:
+    """What is wrong with a Service: a selector that reaches no workload, no ready endpoint,
+    a targetPort no container of its workload exposes."""
+    ports = spec.container_ports() if spec else set()
+    problems = []
+    if spec is None and svc.selector:
+        problems.append(f"selector {dict(svc.selector)} matches no workload's pods")
+    if svc.ready_endpoints == 0 and svc.selector:
+        problems.append("no ready endpoints")
+    for i, p in enumerate(svc.ports):
+        target = p.target_port
+        if spec is not None and ports and target not in ports:
+            problems.append(
+                f"spec.ports[{i}].targetPort {target} matches no containerPort "
+                f"({', '.join(str(x) for x in sorted(ports, key=str))})"
+            )
+    return problems
+
+
+def _service_line(svc: ServiceSpec) -> str:
+    ports_text = ", ".join(f"{p.port}->{p.target_port}" for p in svc.ports)
+    return (
+        f"Service {svc.name}: ports {ports_text}; selector {dict(svc.selector)}; "
+        f"{svc.ready_endpoints} ready endpoints"
+    )
+
+
+def _nodes_summary(nodes: Sequence[NodeInfo], not_ready: list[str]) -> str:
+    bad = [n for n in nodes if not n.ready or n.unschedulable or n.taints]
+    return (
+        f"{len(nodes)} nodes, {len(not_ready)} not ready"
+        + (f" ({', '.join(not_ready[:5])})" if not_ready else "")
+        + (f", {len(bad)} cordoned/tainted/not ready" if bad else "")
+    )
+
+
+def _node_line(n: NodeInfo) -> str:
+    return (
+        f"{n.name}: {'Ready' if n.ready else 'NotReady'}"
+        + (", cordoned" if n.unschedulable else "")
+        + (f", taints {', '.join(n.taints)}" if n.taints else "")
+        + f", labels {dict(sorted(n.labels.items()))}"
+    )
 
 
 class _PodOwners:

@@ -19,13 +19,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from agents.diagnosis.graph import add_edge, downstream, upstream
-from agents.diagnosis.handlers import Handler, Widen
+from agents.diagnosis.handlers import Handler, Thresholds, Widen
 from agents.diagnosis.items import Item, clip, clip_lines, make_item
 from agents.diagnosis.logtime import since
 from agents.diagnosis.observe import LogTail, Observations
 from agents.diagnosis.signs import Blamer, Sign, classify, is_error_line, signs_of
 from agents.diagnosis.state import pod_symptoms
-from agents.model import EvidenceKind, PodState
+from agents.model import EvidenceKind, GoldenSignals, PodState, WorkloadState
 
 if TYPE_CHECKING:
     from agents.diagnosis.collect import Collector
@@ -40,26 +40,36 @@ def anomalous_services(obs: Observations, handler: Handler) -> list[str]:
     out = []
     for name in sorted(obs.service_names):
         s = pod_symptoms(obs.pods.get(name, ()))
-        w = obs.workloads.get(name)
-        sig = obs.signals.get(name)
-        bad_signal = (
-            sig is not None
-            and sig.request_rate >= t.min_request_rate
-            and (sig.error_ratio >= t.error_ratio or sig.latency_p99_ms >= t.latency_p99_ms)
-        )
-        services = obs.k8s_services_for(name)
-        spec = obs.specs.get(name)
-        ports = spec.container_ports() if spec is not None else set()
-        # A Service that sends traffic to a port no container listens on is broken by its
-        # own state, Ready pods or not: that is a symptom before any caller's metrics show it
-        # (the same test as the service-target-port rule).
-        bad_service = any(svc.ready_endpoints == 0 for svc in services) or (
-            bool(ports) and any(p.target_port not in ports for svc in services for p in svc.ports)
-        )
-        lacking = w is not None and (w.ready_replicas < w.replicas or w.replicas == 0)
+        bad_signal = _bad_signal(obs.signals.get(name), t)
+        bad_service = _bad_service(obs, name)
+        lacking = _lacks_replicas(obs.workloads.get(name))
         if s.intrinsic or s.restarts or s.ready < s.total or bad_signal or bad_service or lacking:
             out.append(name)
     return out
+
+
+def _bad_signal(sig: GoldenSignals | None, t: Thresholds) -> bool:
+    return (
+        sig is not None
+        and sig.request_rate >= t.min_request_rate
+        and (sig.error_ratio >= t.error_ratio or sig.latency_p99_ms >= t.latency_p99_ms)
+    )
+
+
+def _bad_service(obs: Observations, name: str) -> bool:
+    services = obs.k8s_services_for(name)
+    spec = obs.specs.get(name)
+    ports = spec.container_ports() if spec is not None else set()
+    # A Service that sends traffic to a port no container listens on is broken by its
+    # own state, Ready pods or not: that is a symptom before any caller's metrics show it
+    # (the same test as the service-target-port rule).
+    return any(svc.ready_endpoints == 0 for svc in services) or (
+        bool(ports) and any(p.target_port not in ports for svc in services for p in svc.ports)
+    )
+
+
+def _lacks_replicas(w: WorkloadState | None) -> bool:
+    return w is not None and (w.ready_replicas < w.replicas or w.replicas == 0)
 
 
 def _addresses(obs: Observations) -> dict[str, str]:
@@ -81,14 +91,7 @@ def read_logs(collector: Collector, obs: Observations, handler: Handler) -> list
         return []
     names = obs.service_names | set(obs.services)
     blamer = Blamer(names, _addresses(obs))
-    anomalous = anomalous_services(obs, handler)
-    start = list(obs.alerting) or anomalous[:1]
-    stages: dict[Widen, deque[str]] = {
-        Widen.SERVICE: deque(start),
-        Widen.CALLEES: deque(s for a in start for s in downstream(obs, a) if s in anomalous),
-        Widen.CALLERS: deque(s for a in start for s in upstream(obs, a)),
-        Widen.NAMESPACE: deque(anomalous),
-    }
+    stages = _stages(obs, anomalous_services(obs, handler))
     order = [w for w in handler.widen if w in stages]
     done: set[str] = set()
     items: list[Item] = []
@@ -103,13 +106,32 @@ def read_logs(collector: Collector, obs: Observations, handler: Handler) -> list
             for tail in _read_pod(collector, obs, handler, service, pod):
                 obs.logs.setdefault(service, []).append(tail)
                 items.append(_item(collector, obs, tail, step.keep_lines))
-                blamed = [b for b in _blame(blamer, tail) if b in names]
-                for name in blamed:
-                    add_edge(obs, service, name, "logs")
+                blamed = _add_blamed_edges(obs, blamer, names, service, tail)
                 if Widen.CALLEES in order:
                     # Next: what this tail blames, nearest (first named) first.
                     stages[Widen.CALLEES].extendleft(reversed([b for b in blamed if b not in done]))
     return items
+
+
+def _stages(obs: Observations, anomalous: list[str]) -> dict[Widen, deque[str]]:
+    """The services each widening stage offers, in the order it offers them."""
+    start = list(obs.alerting) or anomalous[:1]
+    return {
+        Widen.SERVICE: deque(start),
+        Widen.CALLEES: deque(s for a in start for s in downstream(obs, a) if s in anomalous),
+        Widen.CALLERS: deque(s for a in start for s in upstream(obs, a)),
+        Widen.NAMESPACE: deque(anomalous),
+    }
+
+
+def _add_blamed_edges(
+    obs: Observations, blamer: Blamer, names: set[str], service: str, tail: LogTail
+) -> list[str]:
+    """The known services this tail's error lines blame, each recorded as a callee."""
+    blamed = [b for b in _blame(blamer, tail) if b in names]
+    for name in blamed:
+        add_edge(obs, service, name, "logs")
+    return blamed
 
 
 def _next(stages: dict[Widen, deque[str]], order: list[Widen], done: set[str]) -> str | None:

@@ -51,47 +51,73 @@ class Verdict:
 
 def reason(facts: Facts) -> Verdict:
     obs = facts.obs
-    suspects = set(facts.anomalous) | set(obs.alerting) | set(facts.blame)
-    suspects |= {t.name for t in facts.touches if t.name in obs.service_names}
-    suspects &= set(facts.symptoms)
     found: list[Candidate] = []
-    for service in sorted(suspects):
+    for service in sorted(_suspects(facts)):
         for rule in RULES:
             found += list(rule(facts, service))
     found += _deepest(facts, found)
     ranked = _alternatives(facts, _localise(facts, found))
     if not ranked:
-        target = (obs.alerting or (sorted(facts.anomalous) or ["unknown"]))[0]
-        blind = unread_reads(obs.gaps)
-        explanation = (
-            f"cannot read the cluster: {'; '.join(blind[:3])} — what could be read shows "
-            "nothing wrong, which is not the same as nothing being wrong"
-            if blind
-            else f"nothing in {obs.scope.namespace} looks wrong: no anomalous pods, "
-            "Services, signals or recent changes"
-        )
-        ranked = [
-            Candidate(
-                service=target,
-                category=NO_FAULT,
-                confidence=0.1,
-                rule="no-fault",
-                explanation=explanation,
-                keys=tuple(facts.keys(target)),
-            )
-        ]
+        ranked = [_no_fault(facts)]
     tied = tied_services(
         ((c.service, c.confidence) for c in ranked),
         margin=TIE,
-        related={
-            frozenset((a.service, b.service))
-            for a in ranked
-            for b in ranked
-            if a.service != b.service
-            and (lies_below(obs, a.service, b.service) or lies_below(obs, b.service, a.service))
-        },
+        related=_related(facts, ranked),
     )
-    top = ranked[0]
+    summary = _summary(ranked[0], tied)
+    logger.info(
+        "offline diagnosis of %s: %s",
+        obs.scope.key,
+        "; ".join(f"{c.service} {c.category} {c.confidence:.2f} [{c.rule}]" for c in ranked),
+    )
+    return Verdict(candidates=tuple(ranked), summary=summary, tied=tied)
+
+
+def _suspects(facts: Facts) -> set[str]:
+    """The services the rules look at: anomalous, alerting, blamed or just changed — and
+    showing symptoms."""
+    obs = facts.obs
+    suspects = set(facts.anomalous) | set(obs.alerting) | set(facts.blame)
+    suspects |= {t.name for t in facts.touches if t.name in obs.service_names}
+    suspects &= set(facts.symptoms)
+    return suspects
+
+
+def _no_fault(facts: Facts) -> Candidate:
+    """The answer when no rule proposes anything: nothing wrong, or nothing readable."""
+    obs = facts.obs
+    target = (obs.alerting or (sorted(facts.anomalous) or ["unknown"]))[0]
+    blind = unread_reads(obs.gaps)
+    explanation = (
+        f"cannot read the cluster: {'; '.join(blind[:3])} — what could be read shows "
+        "nothing wrong, which is not the same as nothing being wrong"
+        if blind
+        else f"nothing in {obs.scope.namespace} looks wrong: no anomalous pods, "
+        "Services, signals or recent changes"
+    )
+    return Candidate(
+        service=target,
+        category=NO_FAULT,
+        confidence=0.1,
+        rule="no-fault",
+        explanation=explanation,
+        keys=tuple(facts.keys(target)),
+    )
+
+
+def _related(facts: Facts, ranked: list[Candidate]) -> set[frozenset[str]]:
+    """Pairs of ranked services where one lies below the other: never a tie."""
+    obs = facts.obs
+    return {
+        frozenset((a.service, b.service))
+        for a in ranked
+        for b in ranked
+        if a.service != b.service
+        and (lies_below(obs, a.service, b.service) or lies_below(obs, b.service, a.service))
+    }
+
+
+def _summary(top: Candidate, tied: tuple[str, ...]) -> str:
     summary = f"{top.service}: {top.category} ({top.confidence:.0%}) — {top.explanation}"
     if top.suspect is not None:
         summary += f". Suspect: {top.suspect.describe()}"
@@ -100,12 +126,7 @@ def reason(facts: Facts) -> Verdict:
             f"Tie: {' and '.join(tied)} explain it about equally well; the order between "
             f"them is not a finding and a person should decide. {summary}"
         )
-    logger.info(
-        "offline diagnosis of %s: %s",
-        obs.scope.key,
-        "; ".join(f"{c.service} {c.category} {c.confidence:.2f} [{c.rule}]" for c in ranked),
-    )
-    return Verdict(candidates=tuple(ranked), summary=summary, tied=tied)
+    return summary
 
 
 def unread_reads(gaps: list[str]) -> list[str]:
@@ -125,38 +146,52 @@ def _deepest(facts: Facts, found: list[Candidate]) -> list[Candidate]:
         below = [s for s in downstream(obs, service) if s in facts.anomalous]
         if below:
             continue  # something it calls is anomalous: it is a victim, not the bottom
-        blame = facts.blame.get(service)
-        timeouts = blame is not None and Sign.TIMEOUT in blame.signs()
-        errors = facts.failing(service) or bool(facts.own_signs(service, previous=False))
-        out.append(
-            Candidate(
-                service=service,
-                category=VIRT_NETWORK if timeouts and not errors else APP_CODE,
-                confidence=0.3 if (blame or errors) else 0.2,
-                explanation=f"{service} is the deepest anomalous service on the call path"
-                + (f"; {', '.join(sorted(blame.by))} report failures calling it" if blame else "")
-                + (" and it fails its own requests" if errors else ""),
-                rule="deepest-anomalous",
-                keys=(*facts.keys(service), *(blame.keys if blame else [])),
-                intrinsic=False,
-            )
-        )
+        out.append(_deepest_candidate(facts, service))
     return out
 
 
+def _deepest_candidate(facts: Facts, service: str) -> Candidate:
+    blame = facts.blame.get(service)
+    timeouts = blame is not None and Sign.TIMEOUT in blame.signs()
+    errors = facts.failing(service) or bool(facts.own_signs(service, previous=False))
+    return Candidate(
+        service=service,
+        category=VIRT_NETWORK if timeouts and not errors else APP_CODE,
+        confidence=0.3 if (blame or errors) else 0.2,
+        explanation=f"{service} is the deepest anomalous service on the call path"
+        + (f"; {', '.join(sorted(blame.by))} report failures calling it" if blame else "")
+        + (" and it fails its own requests" if errors else ""),
+        rule="deepest-anomalous",
+        keys=(*facts.keys(service), *(blame.keys if blame else [])),
+        intrinsic=False,
+    )
+
+
 def _localise(facts: Facts, found: list[Candidate]) -> list[Candidate]:
-    obs = facts.obs
     intrinsic = {c.service for c in found if c.intrinsic and c.confidence >= 0.5}
-    adjusted = []
-    for c in found:
-        explained = [s for s in upstream(obs, c.service) if s in facts.anomalous]
-        below = [s for s in downstream(obs, c.service) if s in intrinsic and s != c.service]
-        delta = 0.02 * min(len(explained), 3)
-        if below and not c.intrinsic:
-            delta -= 0.2  # its callee's own fault explains it
-        elif below and c.confidence < 0.6:
-            delta -= 0.1
-        adjusted.append(c.boosted(delta))
+    adjusted = [_by_depth(facts, c, intrinsic) for c in found]
+    ranked = sorted(_merged(adjusted), key=lambda c: (-c.confidence, c.service, str(c.category)))
+    ranked = _deepest_first(facts, ranked)
+    ranked = _mark_tie(facts, ranked)
+    return _monotone(ranked)[:MAX_HYPOTHESES]
+
+
+def _by_depth(facts: Facts, c: Candidate, intrinsic: set[str]) -> Candidate:
+    """A little more for each anomalous caller it explains, less when a callee below it has
+    an intrinsic fault of its own."""
+    obs = facts.obs
+    explained = [s for s in upstream(obs, c.service) if s in facts.anomalous]
+    below = [s for s in downstream(obs, c.service) if s in intrinsic and s != c.service]
+    delta = 0.02 * min(len(explained), 3)
+    if below and not c.intrinsic:
+        delta -= 0.2  # its callee's own fault explains it
+    elif below and c.confidence < 0.6:
+        delta -= 0.1
+    return c.boosted(delta)
+
+
+def _merged(adjusted: list[Candidate]) -> list[Candidate]:
+    """One candidate per service and category: the more confident, with the keys of both."""
     merged: dict[tuple[str, str], Candidate] = {}
     for c in adjusted:
         k = (c.service, str(c.category))
@@ -170,15 +205,18 @@ def _localise(facts: Facts, found: list[Candidate]) -> list[Candidate]:
             keys=tuple(dict.fromkeys(best.keys + other.keys)),
             suspect=best.suspect or other.suspect,
         )
-    ranked = sorted(merged.values(), key=lambda c: (-c.confidence, c.service, str(c.category)))
-    ranked = _deepest_first(facts, ranked)
-    if len(ranked) > 1 and ranked[0].service != ranked[1].service:
-        margin = ranked[0].confidence - ranked[1].confidence
-        caller = lies_below(obs, ranked[0].service, ranked[1].service)
+    return list(merged.values())
+
+
+def _mark_tie(facts: Facts, ranked: list[Candidate]) -> list[Candidate]:
+    out = list(ranked)
+    if len(out) > 1 and out[0].service != out[1].service:
+        margin = out[0].confidence - out[1].confidence
+        caller = lies_below(facts.obs, out[0].service, out[1].service)
         if margin < TIE and not caller:
             # Two unrelated services explain it about equally well: say so.
-            ranked[0] = ranked[0].boosted(-TIE)
-    return _monotone(ranked)[:MAX_HYPOTHESES]
+            out[0] = out[0].boosted(-TIE)
+    return out
 
 
 def _deepest_first(facts: Facts, ranked: list[Candidate]) -> list[Candidate]:
