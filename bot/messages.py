@@ -128,15 +128,9 @@ class IncidentMessages:
         diagnosis_row = self._store.diagnoses.latest(incident.id)
         diagnosis = diagnosis_from_json(diagnosis_row.body) if diagnosis_row else None
         plans = [plan_from_row(r) for r in self._store.plans.list_for_incident(incident.id)]
-        live = [
-            p
-            for p in plans
-            if p.rank == 0
-            and p.status in (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
-        ]
         timeline = [timeline_event(r) for r in self._store.incidents.timeline(incident.id)]
         return render_summary(
-            incident, diagnosis=diagnosis, plan=live[-1] if live else None, timeline=timeline
+            incident, diagnosis=diagnosis, plan=_current(plans), timeline=timeline
         )
 
     def wanted(
@@ -147,30 +141,42 @@ class IncidentMessages:
         findings: tuple[str, ...] = (),
     ) -> list[Wanted]:
         """Every message the incident's channel should hold, oldest first."""
-        store = self._store
-        out: list[Wanted] = [
-            Wanted(
-                kind=MessageKind.SUMMARY,
-                ref=incident.id,
-                at=incident.opened_at,
-                message=self.summary(incident),
-            ),
+        out = [*self._opening(incident, findings), *self._diagnoses(incident)]
+        plan_rows = [r for r in self._store.plans.list_for_incident(incident.id) if r.rank == 0]
+        plans = {r.id: plan_from_row(r) for r in plan_rows}
+        out += [
+            *self._plans(incident, plan_rows, plans),
+            *self._transactions_of(incident, plans, progress),
+            *self._timeline(incident, plans),
+            *self._closed(incident),
+        ]
+        return sorted(out, key=lambda w: w.order)
+
+    def _opening(self, incident: Incident, findings: tuple[str, ...]) -> list[Wanted]:
+        summary = Wanted(
+            kind=MessageKind.SUMMARY,
+            ref=incident.id,
+            at=incident.opened_at,
+            message=self.summary(incident),
+        )
+        alerts = [
+            alert_from_row(r, source=incident.source)
+            for r in self._store.incidents.alerts(incident.id)
+        ]
+        return [
+            summary,
             Wanted(
                 kind=MessageKind.OPENED,
                 ref=incident.id,
                 at=incident.opened_at,
-                message=render_opened(
-                    incident,
-                    [
-                        alert_from_row(r, source=incident.source)
-                        for r in store.incidents.alerts(incident.id)
-                    ],
-                    findings,
-                ),
+                message=render_opened(incident, alerts, findings),
                 updatable=False,
             ),
         ]
-        for diagnosis_row in store.diagnoses.list_for_incident(incident.id):
+
+    def _diagnoses(self, incident: Incident) -> list[Wanted]:
+        out: list[Wanted] = []
+        for diagnosis_row in self._store.diagnoses.list_for_incident(incident.id):
             diagnosis = diagnosis_from_json(diagnosis_row.body)
             out.append(
                 Wanted(
@@ -182,9 +188,14 @@ class IncidentMessages:
                     chart=self._chart_of(incident, diagnosis),
                 )
             )
-        plan_rows = [r for r in store.plans.list_for_incident(incident.id) if r.rank == 0]
-        plans = {r.id: plan_from_row(r) for r in plan_rows}
+        return out
+
+    def _plans(
+        self, incident: Incident, plan_rows: list[PlanRow], plans: Mapping[str, Plan]
+    ) -> list[Wanted]:
+        """Each top-ranked plan, and the decision under each rejected one."""
         current = _current(list(plans.values()))
+        out: list[Wanted] = []
         for row in plan_rows:
             plan = plans[row.id]
             out.append(self._plan(incident, plan, row, current))
@@ -198,6 +209,13 @@ class IncidentMessages:
                         updatable=False,
                     )
                 )
+        return out
+
+    def _transactions_of(
+        self, incident: Incident, plans: Mapping[str, Plan], progress: Mapping[str, Progress]
+    ) -> list[Wanted]:
+        """Each transaction of a shown plan, with its outcome (and undo) once it has ended."""
+        out: list[Wanted] = []
         for tx in self._transactions(incident.id):
             tx_plan = plans.get(tx.plan_id or "")
             if tx_plan is None:
@@ -211,70 +229,59 @@ class IncidentMessages:
                 )
             )
             if tx.status in _FINISHED:
-                undone = self._undone(tx)
-                out.append(
-                    Wanted(
-                        kind=MessageKind.OUTCOME,
-                        ref=tx.id,
-                        at=tx.ended_at or tx.started_at,
-                        message=render_outcome(
-                            incident, tx_plan, tx, undone_by=undone[0] if undone else None
-                        ),
-                    )
-                )
-                if undone is not None:
-                    actor, restored, overwritten, at = undone
-                    out.append(
-                        Wanted(
-                            kind=MessageKind.UNDO,
-                            ref=tx.id,
-                            at=at,
-                            message=render_undo_done(
-                                tx, actor=actor, restored=restored, overwritten=overwritten
-                            ),
-                            updatable=False,
-                        )
-                    )
-        for event in store.incidents.timeline(incident.id):
-            waiting_for = (event.data or {}).get("not_started")
-            if waiting_for and waiting_for in plans:
-                out.append(
-                    Wanted(
-                        kind=MessageKind.WAITING,
-                        ref=str(event.id),
-                        at=event.at,
-                        message=render_waiting(
-                            incident, plans[waiting_for], str(event.data.get("reason", ""))
-                        ),
-                        updatable=False,
-                    )
-                )
-            if event.state == IncidentState.ESCALATED.value and "runbook" in (event.data or {}):
-                out.append(
-                    Wanted(
-                        kind=MessageKind.ESCALATION,
-                        ref=str(event.id),
-                        at=event.at,
-                        message=render_escalation(
-                            incident,
-                            reason=str(event.data.get("reason", "")),
-                            runbook=str(event.data.get("runbook", "")),
-                        ),
-                        updatable=False,
-                    )
-                )
-        if incident.state is IncidentState.CLOSED:
-            incident_row = store.incidents.get(incident.id)
+                out.extend(self._ended(incident, tx_plan, tx))
+        return out
+
+    def _ended(self, incident: Incident, plan: Plan, tx: TransactionRecord) -> list[Wanted]:
+        undone = self._undone(tx)
+        out = [
+            Wanted(
+                kind=MessageKind.OUTCOME,
+                ref=tx.id,
+                at=tx.ended_at or tx.started_at,
+                message=render_outcome(incident, plan, tx, undone_by=undone[0] if undone else None),
+            )
+        ]
+        if undone is not None:
+            actor, restored, overwritten, at = undone
             out.append(
                 Wanted(
-                    kind=MessageKind.CLOSED,
-                    ref=incident.id,
-                    at=incident.closed_at or incident.updated_at,
-                    message=render_closed(incident, incident_row.summary or ""),
+                    kind=MessageKind.UNDO,
+                    ref=tx.id,
+                    at=at,
+                    message=render_undo_done(
+                        tx, actor=actor, restored=restored, overwritten=overwritten
+                    ),
                     updatable=False,
                 )
             )
-        return sorted(out, key=lambda w: w.order)
+        return out
+
+    def _timeline(self, incident: Incident, plans: Mapping[str, Plan]) -> list[Wanted]:
+        """The waits and escalations recorded on the incident's timeline."""
+        out: list[Wanted] = []
+        for event in self._store.incidents.timeline(incident.id):
+            waiting = _waiting(incident, event, plans)
+            if waiting is not None:
+                out.append(waiting)
+            escalation = _escalation(incident, event)
+            if escalation is not None:
+                out.append(escalation)
+        return out
+
+    def _closed(self, incident: Incident) -> list[Wanted]:
+        if incident.state is not IncidentState.CLOSED:
+            return []
+        incident_row = self._store.incidents.get(incident.id)
+        return [
+            Wanted(
+                kind=MessageKind.CLOSED,
+                ref=incident.id,
+                at=incident.closed_at or incident.updated_at,
+                message=render_closed(incident, incident_row.summary or ""),
+                updatable=False,
+            )
+        ]
 
     def _plan(self, incident: Incident, plan: Plan, row: PlanRow, current: Plan | None) -> Wanted:
         policy = self._policy.for_namespace(incident.scope.namespace)
@@ -327,9 +334,41 @@ class IncidentMessages:
 
 
 def _current(plans: list[Plan]) -> Plan | None:
+    """The plan the incident is on: the newest top-ranked proposed, approved or executed one."""
     live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
-    found = [p for p in plans if p.status in live]
+    found = [p for p in plans if p.rank == 0 and p.status in live]
     return found[-1] if found else None
+
+
+def _waiting(
+    incident: Incident, event: TimelineEventRow, plans: Mapping[str, Plan]
+) -> Wanted | None:
+    waiting_for = (event.data or {}).get("not_started")
+    if not (waiting_for and waiting_for in plans):
+        return None
+    return Wanted(
+        kind=MessageKind.WAITING,
+        ref=str(event.id),
+        at=event.at,
+        message=render_waiting(incident, plans[waiting_for], str(event.data.get("reason", ""))),
+        updatable=False,
+    )
+
+
+def _escalation(incident: Incident, event: TimelineEventRow) -> Wanted | None:
+    if not (event.state == IncidentState.ESCALATED.value and "runbook" in (event.data or {})):
+        return None
+    return Wanted(
+        kind=MessageKind.ESCALATION,
+        ref=str(event.id),
+        at=event.at,
+        message=render_escalation(
+            incident,
+            reason=str(event.data.get("reason", "")),
+            runbook=str(event.data.get("runbook", "")),
+        ),
+        updatable=False,
+    )
 
 
 def signal_chart(metrics: MetricsSource, clock: Clock) -> DiagnosisChart:

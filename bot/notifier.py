@@ -28,7 +28,7 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from agents.detection.events import AlertsUpdated, Detection, IncidentOpened
 from agents.incident.events import (
@@ -52,6 +52,7 @@ from bot.render import Attachment, Message, render_alerts_updated
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
 from storage import StorageError, Store
+from storage.tables import SlackMessageRow
 
 logger = logging.getLogger(__name__)
 
@@ -196,11 +197,7 @@ class SlackNotifier:
             progress = dict(self._progress)
             findings = self._findings.get(incident_id, ())
         wanted = self._messages.wanted(incident, progress=progress, findings=findings)
-        location = self._channels.locate(incident_id)
-        if location is None:
-            summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
-            location = self._channels.open(incident, summary.message)
-            self._remember_digest(summary.key, summary.message)
+        location = self._locate_or_open(incident, wanted)
         diagnosis = next((w for w in wanted if w.kind is MessageKind.DIAGNOSIS), None)
         if diagnosis is not None:
             self._channels.follow_root_cause(incident, self._messages.root_cause(incident))
@@ -210,22 +207,49 @@ class SlackNotifier:
         }
         if self._channels.announces and (MessageKind.ANNOUNCE, incident_id) not in existing:
             self._announce_later(incident, location.channel)
+        busy = self._post_or_update(incident_id, wanted, existing, location)
+        self._slack.send_files(location.channel)
+        if busy:
+            raise min(busy, key=lambda e: e.delay_s)
+
+    def _locate_or_open(self, incident: Incident, wanted: list[Wanted]) -> Location:
+        """Where the incident's messages go, opening its channel (with the summary) if none."""
+        location = self._channels.locate(incident.id)
+        if location is not None:
+            return location
+        summary = next(w for w in wanted if w.kind is MessageKind.SUMMARY)
+        location = self._channels.open(incident, summary.message)
+        self._remember_digest(summary.key, summary.message)
+        return location
+
+    def _post_or_update(
+        self,
+        incident_id: str,
+        wanted: list[Wanted],
+        existing: Mapping[tuple[str, str], SlackMessageRow],
+        location: Location,
+    ) -> list[SlotBusy]:
+        """Post each missing message and update each changed one; the updates skipped
+        because their slot was busy."""
         busy: list[SlotBusy] = []  # updates skipped for their slot
         for item in wanted:
             row = existing.get(item.key)
             if row is None:
                 self._post(incident_id, item, location)
             elif item.updatable and self._changed(item.key, item.message):
-                try:
-                    self._slack.update(row.channel, row.ts, item.message, wait=False)
-                except SlotBusy as e:
-                    busy.append(e)
-                    continue
-                self._store.slack_messages.update(row.channel, row.ts, at=self._clock.now())
-                self._remember_digest(item.key, item.message)
-        self._slack.send_files(location.channel)
-        if busy:
-            raise min(busy, key=lambda e: e.delay_s)
+                skipped = self._update(row, item)
+                if skipped is not None:
+                    busy.append(skipped)
+        return busy
+
+    def _update(self, row: SlackMessageRow, item: Wanted) -> SlotBusy | None:
+        try:
+            self._slack.update(row.channel, row.ts, item.message, wait=False)
+        except SlotBusy as e:
+            return e
+        self._store.slack_messages.update(row.channel, row.ts, at=self._clock.now())
+        self._remember_digest(item.key, item.message)
+        return None
 
     def _post(self, incident_id: str, item: Wanted, location: Location) -> None:
         posted = self._slack.post(

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agents.diagnosis import LanguageModel
-    from lab.bench import AgentSpec, BenchConfig, Suite
+    from lab.bench import AgentSpec, BenchConfig, BenchReport, Suite
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -171,32 +171,11 @@ def bench(
     chart_path: Path | None,
 ) -> None:
     """Run incident scenarios end to end on the lab and score the agents."""
-    import json
+    from lab.bench import SUITE_DIR, BenchConfig
 
-    from lab.bench import SUITE_DIR, BenchConfig, BenchError, load_suite, parse_agents, run_bench
-    from lab.bench.chart import render_chart
-    from lab.bench.markdown import render_markdown
-    from lab.bench.results import RunResult
-    from lab.bench.sweep import parse_sweep
-
-    try:
-        chosen = parse_agents(agents)
-    except BenchError as e:
-        raise click.BadParameter(str(e), param_hint="--agents") from e
-    try:
-        sweep_values = parse_sweep(sweep_text) if sweep_text is not None else None
-    except BenchError as e:
-        raise click.BadParameter(str(e), param_hint="--sweep") from e
+    chosen, sweep_values = _choices(agents, sweep_text)
     directory = suite_dir or SUITE_DIR
-    suite = load_suite(directory)
-    if scenario_id is not None:
-        suite = suite.select(scenario_id)
-        if not suite.scenarios and not suite.errors:
-            raise click.BadParameter(
-                f"no scenario {scenario_id!r} in {directory}", param_hint="--scenario"
-            )
-    for error in suite.errors:
-        click.echo(f"stratus: scenario error: {error}", err=True)
+    suite = _suite(directory, scenario_id)
     model = _model(reasoner)
     if sweep_values is not None:
         if model is not None:
@@ -221,6 +200,69 @@ def bench(
         f"{signals}, plan noise {plan_noise:g}, {jobs} job(s)",
         err=True,
     )
+    report = _run(
+        suite,
+        chosen,
+        BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise),
+        suite_name=str(directory),
+        model=model,
+        jobs=jobs,
+    )
+    _write_report(report, paths=(json_path, markdown_path, chart_path))
+    _echo_summaries(report)
+    click.echo(f"bench finished in {report.wall_s:.0f} s", err=True)
+    if report.failed:
+        for line in report.scenario_errors:
+            click.echo(f"stratus: scenario error: {line}", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+def _choices(
+    agents: str, sweep_text: str | None
+) -> tuple[tuple[AgentSpec, ...], tuple[float, ...] | None]:
+    """The agents and the sweep's values from the command line (a usage error if wrong)."""
+    from lab.bench import BenchError, parse_agents
+    from lab.bench.sweep import parse_sweep
+
+    try:
+        chosen = parse_agents(agents)
+    except BenchError as e:
+        raise click.BadParameter(str(e), param_hint="--agents") from e
+    try:
+        sweep_values = parse_sweep(sweep_text) if sweep_text is not None else None
+    except BenchError as e:
+        raise click.BadParameter(str(e), param_hint="--sweep") from e
+    return chosen, sweep_values
+
+
+def _suite(directory: Path, scenario_id: str | None) -> Suite:
+    """The suite (or its one scenario asked for), its file errors reported on stderr."""
+    from lab.bench import load_suite
+
+    suite = load_suite(directory)
+    if scenario_id is not None:
+        suite = suite.select(scenario_id)
+        if not suite.scenarios and not suite.errors:
+            raise click.BadParameter(
+                f"no scenario {scenario_id!r} in {directory}", param_hint="--scenario"
+            )
+    for error in suite.errors:
+        click.echo(f"stratus: scenario error: {error}", err=True)
+    return suite
+
+
+def _run(
+    suite: Suite,
+    chosen: Sequence[AgentSpec],
+    config: BenchConfig,
+    *,
+    suite_name: str,
+    model: LanguageModel | None,
+    jobs: int,
+) -> BenchReport:
+    """Run the bench, one progress line per run on stderr; the model is closed after."""
+    from lab.bench import run_bench
+    from lab.bench.results import RunResult
 
     def progress(result: RunResult, done: int, count: int) -> None:
         click.echo(
@@ -230,11 +272,11 @@ def bench(
         )
 
     try:
-        report = run_bench(
+        return run_bench(
             suite,
             chosen,
-            BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise),
-            suite_name=str(directory),
+            config,
+            suite_name=suite_name,
             model=model,
             jobs=jobs,
             on_result=progress,
@@ -244,12 +286,26 @@ def bench(
             close = getattr(model, "close", None)
             if callable(close):
                 close()
+
+
+def _write_report(
+    report: BenchReport, *, paths: tuple[Path | None, Path | None, Path | None]
+) -> None:
+    import json
+
+    from lab.bench.chart import render_chart
+    from lab.bench.markdown import render_markdown
+
+    json_path, markdown_path, chart_path = paths
     if json_path is not None:
         _write(json_path, json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
     if markdown_path is not None:
         _write(markdown_path, render_markdown(report))
     if chart_path is not None:
         _write(chart_path, render_chart(report))
+
+
+def _echo_summaries(report: BenchReport) -> None:
     for name in report.agents:
         s = report.summaries[name]
         click.echo(
@@ -259,11 +315,6 @@ def bench(
             f"healed without a page {100 * s.healed_without_page_rate:.1f} %, collateral "
             f"drift {s.collateral_drift}, pages {s.pages}"
         )
-    click.echo(f"bench finished in {report.wall_s:.0f} s", err=True)
-    if report.failed:
-        for line in report.scenario_errors:
-            click.echo(f"stratus: scenario error: {line}", err=True)
-        sys.exit(EXIT_FAILED)
 
 
 def _sweep(

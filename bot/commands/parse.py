@@ -9,6 +9,7 @@ instead of being looked up and "not found").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -165,6 +166,65 @@ def _parse_declare(raw: str) -> Declare | Usage:
     return Declare(title=title, namespace=namespace)
 
 
+def _parse_help(rest: list[str]) -> Help | Usage:
+    return _no_more(Verb.HELP, rest) or Help()
+
+
+def _parse_incidents(rest: list[str]) -> Incidents | Usage:
+    return _no_more(Verb.INCIDENTS, rest) or Incidents()
+
+
+def _parse_digest(rest: list[str]) -> Digest | Usage:
+    return _no_more(Verb.DIGEST, rest) or Digest()
+
+
+def _parse_status(rest: list[str]) -> Status | Usage:
+    if len(rest) > 1:
+        return Usage(problem="`status` takes at most one namespace.", verb=Verb.STATUS)
+    if not rest:
+        return Status()
+    ns = _namespace(rest[0], Verb.STATUS)
+    return ns if isinstance(ns, Usage) else Status(namespace=ns)
+
+
+def _parse_policy(rest: list[str]) -> ShowPolicy | Usage:
+    if len(rest) > 1:
+        return Usage(problem="`policy` takes at most one namespace, or `all`.", verb=Verb.POLICY)
+    if not rest:
+        return ShowPolicy()
+    if rest[0].lower() == "all":
+        return ShowPolicy(all=True)
+    ns = _namespace(rest[0], Verb.POLICY)
+    return ns if isinstance(ns, Usage) else ShowPolicy(namespace=ns)
+
+
+def _parse_incident(rest: list[str]) -> ShowIncident | Usage:
+    incident_id = _parse_id(Verb.INCIDENT, rest, "incident id")
+    if isinstance(incident_id, Usage):
+        return incident_id
+    if incident_id.lower().startswith("inc-"):
+        incident_id = "INC-" + incident_id[4:]
+    return ShowIncident(incident_id=incident_id)
+
+
+def _parse_undo(rest: list[str]) -> Undo | Usage:
+    tx = _parse_id(Verb.UNDO, rest, "transaction id")
+    return tx if isinstance(tx, Usage) else Undo(transaction_id=tx)
+
+
+#: The parser of each verb's arguments (the words after it); `declare` reads the raw text.
+_PARSERS: dict[Verb, Callable[[list[str]], Command | Usage]] = {
+    Verb.HELP: _parse_help,
+    Verb.STATUS: _parse_status,
+    Verb.INCIDENTS: _parse_incidents,
+    Verb.INCIDENT: _parse_incident,
+    Verb.DIAGNOSE: _parse_diagnose,
+    Verb.UNDO: _parse_undo,
+    Verb.DIGEST: _parse_digest,
+    Verb.POLICY: _parse_policy,
+}
+
+
 def parse_command(text: str) -> Command | Usage:
     """Parse what follows `/stratus`. Never raises."""
     words = text.split()
@@ -176,38 +236,7 @@ def parse_command(text: str) -> Command | Usage:
         verb = Verb(head)
     except ValueError:
         return Usage(problem=f"Unknown command `{words[0]}`.")
-    if verb is Verb.HELP:
-        return _no_more(verb, rest) or Help()
-    if verb is Verb.INCIDENTS:
-        return _no_more(verb, rest) or Incidents()
-    if verb is Verb.DIGEST:
-        return _no_more(verb, rest) or Digest()
-    if verb is Verb.STATUS:
-        if len(rest) > 1:
-            return Usage(problem="`status` takes at most one namespace.", verb=verb)
-        if not rest:
-            return Status()
-        ns = _namespace(rest[0], verb)
-        return ns if isinstance(ns, Usage) else Status(namespace=ns)
-    if verb is Verb.POLICY:
-        if len(rest) > 1:
-            return Usage(problem="`policy` takes at most one namespace, or `all`.", verb=verb)
-        if not rest:
-            return ShowPolicy()
-        if rest[0].lower() == "all":
-            return ShowPolicy(all=True)
-        ns = _namespace(rest[0], verb)
-        return ns if isinstance(ns, Usage) else ShowPolicy(namespace=ns)
-    if verb is Verb.INCIDENT:
-        incident_id = _parse_id(verb, rest, "incident id")
-        if isinstance(incident_id, Usage):
-            return incident_id
-        if incident_id.lower().startswith("inc-"):
-            incident_id = "INC-" + incident_id[4:]
-        return ShowIncident(incident_id=incident_id)
-    if verb is Verb.UNDO:
-        tx = _parse_id(verb, rest, "transaction id")
-        return tx if isinstance(tx, Usage) else Undo(transaction_id=tx)
-    if verb is Verb.DIAGNOSE:
-        return _parse_diagnose(rest)
+    parser = _PARSERS.get(verb)
+    if parser is not None:
+        return parser(rest)
     return _parse_declare(text.strip()[len(words[0]) :])

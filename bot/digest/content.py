@@ -102,6 +102,82 @@ def _mean(values: Sequence[float]) -> float | None:
     return fmean(values) if values else None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Flow:
+    """What went through each namespace in the period: incidents opened, resolved and
+    escalated, and the times to detect and to mitigate them."""
+
+    opened: dict[str, int]
+    resolved: dict[str, int]
+    escalated: dict[str, int]
+    detect: dict[str, list[float]]
+    mitigate: dict[str, list[float]]
+
+
+def _flow(
+    store: Store, candidates: dict[str, IncidentRow], start: datetime, end: datetime
+) -> _Flow:
+    flow = _Flow(
+        opened=defaultdict(int),
+        resolved=defaultdict(int),
+        escalated=defaultdict(int),
+        detect=defaultdict(list),
+        mitigate=defaultdict(list),
+    )
+    for row in candidates.values():
+        ns = row.namespace
+        if start <= row.opened_at < end:
+            flow.opened[ns] += 1
+            took = _detect_s(store, row)
+            if took is not None:
+                flow.detect[ns].append(took)
+        reached = _first_transitions(store, row.id)
+        resolved_at = reached.get(IncidentState.RESOLVED.value)
+        if resolved_at is not None and start <= resolved_at < end:
+            flow.resolved[ns] += 1
+            flow.mitigate[ns].append((resolved_at - row.opened_at).total_seconds())
+        escalated_at = reached.get(IncidentState.ESCALATED.value)
+        if escalated_at is not None and start <= escalated_at < end:
+            flow.escalated[ns] += 1
+    return flow
+
+
+def _transactions(
+    store: Store, cluster: str, start: datetime, end: datetime
+) -> dict[str, dict[str, set[str]]]:
+    """The transactions that ended in the period, by namespace and by what they count as."""
+    transactions: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for record in store.audit.query(verb=tuple(_TX_VERBS), since=start, until=end, limit=_MANY):
+        if not record.scope or not record.transaction_id:
+            continue
+        scope = Scope.parse(record.scope)
+        if scope.cluster == cluster:
+            transactions[scope.namespace][_TX_VERBS[record.verb]].add(record.transaction_id)
+    return transactions
+
+
+def _pending(store: Store, open_rows: Sequence[IncidentRow], end: datetime) -> dict[str, int]:
+    """The proposed plans still waiting for approval at `end`, by namespace."""
+    waiting = {r.id: r for r in open_rows if r.state == IncidentState.AWAITING_APPROVAL.value}
+    pending: dict[str, int] = defaultdict(int)
+    for plan in store.plans.list_by_status(PlanStatus.PROPOSED.value):
+        incident = waiting.get(plan.incident_id)
+        if incident is not None and (plan.expires_at is None or plan.expires_at > end):
+            pending[incident.namespace] += 1
+    return pending
+
+
+def _still_open(open_rows: Sequence[IncidentRow]) -> tuple[dict[str, int], dict[str, float]]:
+    """The open incidents by namespace, and the worst latest μ among them."""
+    worst: dict[str, float] = {}
+    still_open: dict[str, int] = defaultdict(int)
+    for row in open_rows:
+        still_open[row.namespace] += 1
+        figure = row.mu if row.mu is not None else row.mu0
+        worst[row.namespace] = max(worst.get(row.namespace, figure), figure)
+    return still_open, worst
+
+
 def compute_digest(
     store: Store,
     *,
@@ -118,50 +194,12 @@ def compute_digest(
     for row in store.incidents.list_closed(limit=_MANY, cluster=cluster, since=start):
         candidates.setdefault(row.id, row)
 
-    opened: dict[str, int] = defaultdict(int)
-    resolved: dict[str, int] = defaultdict(int)
-    escalated: dict[str, int] = defaultdict(int)
-    detect: dict[str, list[float]] = defaultdict(list)
-    mitigate: dict[str, list[float]] = defaultdict(list)
-    for row in candidates.values():
-        ns = row.namespace
-        if start <= row.opened_at < end:
-            opened[ns] += 1
-            took = _detect_s(store, row)
-            if took is not None:
-                detect[ns].append(took)
-        reached = _first_transitions(store, row.id)
-        resolved_at = reached.get(IncidentState.RESOLVED.value)
-        if resolved_at is not None and start <= resolved_at < end:
-            resolved[ns] += 1
-            mitigate[ns].append((resolved_at - row.opened_at).total_seconds())
-        escalated_at = reached.get(IncidentState.ESCALATED.value)
-        if escalated_at is not None and start <= escalated_at < end:
-            escalated[ns] += 1
+    flow = _flow(store, candidates, start, end)
+    transactions = _transactions(store, cluster, start, end)
+    pending = _pending(store, open_rows, end)
+    still_open, worst = _still_open(open_rows)
 
-    transactions: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for record in store.audit.query(verb=tuple(_TX_VERBS), since=start, until=end, limit=_MANY):
-        if not record.scope or not record.transaction_id:
-            continue
-        scope = Scope.parse(record.scope)
-        if scope.cluster == cluster:
-            transactions[scope.namespace][_TX_VERBS[record.verb]].add(record.transaction_id)
-
-    waiting = {r.id: r for r in open_rows if r.state == IncidentState.AWAITING_APPROVAL.value}
-    pending: dict[str, int] = defaultdict(int)
-    for plan in store.plans.list_by_status(PlanStatus.PROPOSED.value):
-        incident = waiting.get(plan.incident_id)
-        if incident is not None and (plan.expires_at is None or plan.expires_at > end):
-            pending[incident.namespace] += 1
-
-    worst: dict[str, float] = {}
-    still_open: dict[str, int] = defaultdict(int)
-    for row in open_rows:
-        still_open[row.namespace] += 1
-        figure = row.mu if row.mu is not None else row.mu0
-        worst[row.namespace] = max(worst.get(row.namespace, figure), figure)
-
-    seen = set(opened) | set(resolved) | set(transactions) | set(still_open)
+    seen = set(flow.opened) | set(flow.resolved) | set(transactions) | set(still_open)
     ordered = list(dict.fromkeys([*namespaces, *sorted(seen - set(namespaces))]))
     return Digest(
         cluster=cluster,
@@ -172,11 +210,11 @@ def compute_digest(
                 namespace=ns,
                 open_incidents=still_open[ns],
                 worst_mu=worst.get(ns),
-                opened=opened[ns],
-                resolved=resolved[ns],
-                escalated=escalated[ns],
-                mttd_s=_mean(detect[ns]),
-                mttm_s=_mean(mitigate[ns]),
+                opened=flow.opened[ns],
+                resolved=flow.resolved[ns],
+                escalated=flow.escalated[ns],
+                mttd_s=_mean(flow.detect[ns]),
+                mttm_s=_mean(flow.mitigate[ns]),
                 committed=len(transactions[ns]["committed"]),
                 aborted=len(transactions[ns]["aborted"]),
                 undone=len(transactions[ns]["undone"]),

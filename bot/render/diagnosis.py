@@ -65,7 +65,8 @@ def _too_long_for_messages(diagnosis: Diagnosis) -> bool:
     return total > SECTION_TEXT_MAX or len(diagnosis.evidence) > EVIDENCE_SHOWN
 
 
-def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, ref: str) -> Message:
+def _root_cause(diagnosis: Diagnosis) -> list[Block]:
+    """The heading, the root cause with its explanation, and the figures under it."""
     top = diagnosis.top
     blocks: list[Block] = [
         header(f"Diagnosis: {top.service}"),
@@ -85,43 +86,73 @@ def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, ref: str) -> M
     if diagnosis.summary and top.explanation not in diagnosis.summary:
         # The offline summary is "service: category (confidence) — explanation": all shown.
         blocks.append(section(escape(diagnosis.summary)))
+    return blocks
+
+
+def _strongest_evidence(diagnosis: Diagnosis) -> list[Block]:
+    top = diagnosis.top
     cited = [diagnosis.evidence[i] for i in top.evidence if 0 <= i < len(diagnosis.evidence)]
     strongest = (cited or list(diagnosis.evidence))[:EVIDENCE_SHOWN]
-    if strongest:
-        blocks.append(section("*Evidence*\n" + "\n".join(_evidence_line(e) for e in strongest)))
+    if not strongest:
+        return []
+    return [section("*Evidence*\n" + "\n".join(_evidence_line(e) for e in strongest))]
+
+
+def _alternatives(diagnosis: Diagnosis) -> list[Block]:
     others = diagnosis.hypotheses[1 : 1 + ALTERNATIVES_SHOWN]
-    if others:
-        blocks.append(
-            context(
-                "Also considered: "
-                + "; ".join(
-                    f"`{escape(h.service)}` {h.category} ({t.percent(h.confidence)})"
-                    for h in others
-                )
+    if not others:
+        return []
+    return [
+        context(
+            "Also considered: "
+            + "; ".join(
+                f"`{escape(h.service)}` {h.category} ({t.percent(h.confidence)})" for h in others
             )
         )
-    if diagnosis.similar:
-        lines = [
-            f"• *{escape(s.incident_id)}* {esc(s.title, 200)} — "
-            f"{escape(s.root_cause_service or '?')} ({escape(s.category or '?')}); "
-            f"fixed by {esc(s.resolution or 'unknown', 300)} "
-            f"(similarity {t.percent(s.score)})"
-            for s in diagnosis.similar[:SIMILAR_SHOWN]
-        ]
-        blocks.append(section("*Similar past incidents*\n" + "\n".join(lines)))
-    if diagnosis.fallback_reason:
-        blocks.append(
-            context(f"The offline reasoner took over: {esc(diagnosis.fallback_reason, 500)}")
-        )
-    files: tuple[Attachment, ...] = ()
-    if _too_long_for_messages(diagnosis):
-        files = (
-            Attachment(
-                filename=f"{incident.id}-evidence.txt",
-                title=f"Evidence for {incident.id}",
-                content=evidence_text(diagnosis),
-            ),
-        )
+    ]
+
+
+def _similar(diagnosis: Diagnosis) -> list[Block]:
+    if not diagnosis.similar:
+        return []
+    lines = [
+        f"• *{escape(s.incident_id)}* {esc(s.title, 200)} — "
+        f"{escape(s.root_cause_service or '?')} ({escape(s.category or '?')}); "
+        f"fixed by {esc(s.resolution or 'unknown', 300)} "
+        f"(similarity {t.percent(s.score)})"
+        for s in diagnosis.similar[:SIMILAR_SHOWN]
+    ]
+    return [section("*Similar past incidents*\n" + "\n".join(lines))]
+
+
+def _fallback(diagnosis: Diagnosis) -> list[Block]:
+    if not diagnosis.fallback_reason:
+        return []
+    return [context(f"The offline reasoner took over: {esc(diagnosis.fallback_reason, 500)}")]
+
+
+def _evidence_file(incident: Incident, diagnosis: Diagnosis) -> tuple[Attachment, ...]:
+    if not _too_long_for_messages(diagnosis):
+        return ()
+    return (
+        Attachment(
+            filename=f"{incident.id}-evidence.txt",
+            title=f"Evidence for {incident.id}",
+            content=evidence_text(diagnosis),
+        ),
+    )
+
+
+def render_diagnosis(incident: Incident, diagnosis: Diagnosis, *, ref: str) -> Message:
+    top = diagnosis.top
+    blocks: list[Block] = [
+        *_root_cause(diagnosis),
+        *_strongest_evidence(diagnosis),
+        *_alternatives(diagnosis),
+        *_similar(diagnosis),
+        *_fallback(diagnosis),
+    ]
+    files = _evidence_file(incident, diagnosis)
     blocks.append(
         actions(
             button(

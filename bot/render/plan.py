@@ -103,6 +103,82 @@ def _status_line(plan: Plan, approvers: Sequence[str], needed: int, now: datetim
     return f":fast_forward: {plan.status.value.capitalize()}"
 
 
+def _action_lines(plan: Plan) -> list[str]:
+    """One numbered line per shown action, marked where it writes a value never seen."""
+    shown = plan.actions[:ACTIONS_SHOWN]
+    suggested = {line.split(": the value is ", 1)[0] for line in plan.suggestions}
+    action_lines = [
+        f"{n}. {esc(a.describe(), 400)} ({a.risk.value})"
+        + (f" — {NOT_SEEN_MARK}" if a.describe() in suggested else "")
+        for n, a in enumerate(shown, start=1)
+    ]
+    if len(plan.actions) > ACTIONS_SHOWN:
+        action_lines.append(f"… and {len(plan.actions) - ACTIONS_SHOWN} more")
+    return action_lines
+
+
+def _held(plan: Plan) -> list[Block]:
+    if not (plan.held or plan.suggestions):
+        return []
+    reasons = "\n".join(f"• {esc(r, 400)}" for r in plan.held[:5])
+    return [
+        section(
+            "*:warning: Waits for a person at every autonomy level*\n"
+            + (reasons or f"• it writes a value {NOT_SEEN}")
+        )
+    ]
+
+
+def _why(plan: Plan, needed: int) -> list[Block]:
+    return [
+        section("*Why*\n" + esc(plan.rationale or "—", 2500)),
+        fields(
+            [
+                ("Risk", t.risk(plan.risk)),
+                ("Approvals needed", str(needed)),
+                ("Hypothesis", esc(plan.hypothesis or "—", 500)),
+                ("Expires", t.when(plan.expires_at)),
+            ]
+        ),
+    ]
+
+
+def _diffs(plan: Plan) -> tuple[list[Block], tuple[Attachment, ...]]:
+    """The dry-run diffs: one section each when they all fit, else one shortened section
+    and the full diff as a file."""
+    diffs = [(a, d) for a, d in zip(plan.actions, plan.diffs, strict=False) if d.strip()]
+    if not diffs:
+        return [], ()
+    if len(diffs) <= DIFFS_SHOWN and all(fits(d, SECTION_TEXT_MAX - 450) for _, d in diffs):
+        return [
+            section(
+                f"*Dry-run diff* — {esc(action.describe(), 400)}\n"
+                + code(diff, SECTION_TEXT_MAX - 450)
+            )
+            for action, diff in diffs
+        ], ()
+    full = "\n\n".join(f"# {a.describe()}\n{d.rstrip()}" for a, d in diffs)
+    block = section(
+        "*Dry-run diff* (too long for a message: the full diff is attached)\n" + code(full, 1500)
+    )
+    return [block], (
+        Attachment(filename=f"{plan.id}-diff.txt", title="Dry-run diff", content=full),
+    )
+
+
+def _approval_buttons(plan: Plan, open_for_approval: bool) -> list[Block]:
+    if not (open_for_approval and plan.status is PlanStatus.PROPOSED):
+        return []
+    value = PlanButton(plan_id=plan.id, content_hash=plan.content_hash).value()
+    return [
+        actions(
+            button("Approve", action_id=ActionId.APPROVE, value=value, style="primary"),
+            button("Reject", action_id=ActionId.REJECT, value=value, style="danger"),
+            block_id=f"plan-{plan.id}",
+        )
+    ]
+
+
 def render_plan(
     incident: Incident,
     plan: Plan,
@@ -114,73 +190,18 @@ def render_plan(
 ) -> Message:
     """`open_for_approval`: show Approve / Reject (the plan is proposed and the incident
     waits for it)."""
-    shown = plan.actions[:ACTIONS_SHOWN]
-    suggested = {line.split(": the value is ", 1)[0] for line in plan.suggestions}
-    action_lines = [
-        f"{n}. {esc(a.describe(), 400)} ({a.risk.value})"
-        + (f" — {NOT_SEEN_MARK}" if a.describe() in suggested else "")
-        for n, a in enumerate(shown, start=1)
-    ]
-    if len(plan.actions) > ACTIONS_SHOWN:
-        action_lines.append(f"… and {len(plan.actions) - ACTIONS_SHOWN} more")
+    diff_blocks, files = _diffs(plan)
     blocks: list[Block] = [
         header(f"Plan for {incident.id} (attempt {plan.attempt})"),
-        section("*Actions*\n" + "\n".join(action_lines)),
+        section("*Actions*\n" + "\n".join(_action_lines(plan))),
+        *_held(plan),
+        *_why(plan, needed),
+        *diff_blocks,
     ]
-    if plan.held or plan.suggestions:
-        reasons = "\n".join(f"• {esc(r, 400)}" for r in plan.held[:5])
-        blocks.append(
-            section(
-                "*:warning: Waits for a person at every autonomy level*\n"
-                + (reasons or f"• it writes a value {NOT_SEEN}")
-            )
-        )
-    blocks += [
-        section("*Why*\n" + esc(plan.rationale or "—", 2500)),
-        fields(
-            [
-                ("Risk", t.risk(plan.risk)),
-                ("Approvals needed", str(needed)),
-                ("Hypothesis", esc(plan.hypothesis or "—", 500)),
-                ("Expires", t.when(plan.expires_at)),
-            ]
-        ),
-    ]
-    files: tuple[Attachment, ...] = ()
-    diffs = [(a, d) for a, d in zip(plan.actions, plan.diffs, strict=False) if d.strip()]
-    if (
-        diffs
-        and len(diffs) <= DIFFS_SHOWN
-        and all(fits(d, SECTION_TEXT_MAX - 450) for _, d in diffs)
-    ):
-        for action, diff in diffs:
-            blocks.append(
-                section(
-                    f"*Dry-run diff* — {esc(action.describe(), 400)}\n"
-                    + code(diff, SECTION_TEXT_MAX - 450)
-                )
-            )
-    elif diffs:
-        full = "\n\n".join(f"# {a.describe()}\n{d.rstrip()}" for a, d in diffs)
-        blocks.append(
-            section(
-                "*Dry-run diff* (too long for a message: the full diff is attached)\n"
-                + code(full, 1500)
-            )
-        )
-        files = (Attachment(filename=f"{plan.id}-diff.txt", title="Dry-run diff", content=full),)
     if plan.reflection:
         blocks.append(context(esc(plan.reflection, 1900)))
     blocks.append(context(_status_line(plan, approvers, needed, now)))
-    if open_for_approval and plan.status is PlanStatus.PROPOSED:
-        value = PlanButton(plan_id=plan.id, content_hash=plan.content_hash).value()
-        blocks.append(
-            actions(
-                button("Approve", action_id=ActionId.APPROVE, value=value, style="primary"),
-                button("Reject", action_id=ActionId.REJECT, value=value, style="danger"),
-                block_id=f"plan-{plan.id}",
-            )
-        )
+    blocks += _approval_buttons(plan, open_for_approval)
     return Message(
         text=f"{incident.id}: plan ({plan.risk.value} risk) — {plan.describe()}",
         blocks=tuple(blocks),
