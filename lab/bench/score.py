@@ -274,25 +274,51 @@ def _outcome(
     if primary is None:
         return f"not detected; {writes} write(s){fp}"
     if expect is Expect.ESCALATED:
-        if success:
-            return f"escalated without a write{fp}"
-        reasons = [] if primary.escalated else [f"did not escalate (ended {primary.state})"]
-        if writes:
-            reasons.append(f"{writes} write(s)")
-        top = primary.diagnoses[0].hypotheses[0] if primary.diagnoses else None
-        if top is None:
-            reasons.append("no diagnosis")
-        elif not diagnosis_ok:
-            reasons.append(f"the diagnosis named {top.service} ({top.category})")
-        head = "escalated, but " if primary.escalated else ""
-        return head + "; ".join(reasons) + fp
+        said = _escalation_outcome(
+            primary, success=success, writes=writes, diagnosis_ok=diagnosis_ok
+        )
+    else:
+        said = _mitigation_outcome(
+            primary, facts, success=success, ttm=ttm, self_healed=self_healed, attempts=attempts
+        )
+    return said + fp
+
+
+def _escalation_outcome(
+    primary: IncidentFacts, *, success: bool, writes: int, diagnosis_ok: bool
+) -> str:
+    """Expect escalated, the primary incident opened: what fell short (false positives aside)."""
     if success:
-        return f"mitigated in {ttm:.0f}s, {attempts} attempt(s){fp}"
+        return "escalated without a write"
+    reasons = [] if primary.escalated else [f"did not escalate (ended {primary.state})"]
+    if writes:
+        reasons.append(f"{writes} write(s)")
+    top = primary.diagnoses[0].hypotheses[0] if primary.diagnoses else None
+    if top is None:
+        reasons.append("no diagnosis")
+    elif not diagnosis_ok:
+        reasons.append(f"the diagnosis named {top.service} ({top.category})")
+    head = "escalated, but " if primary.escalated else ""
+    return head + "; ".join(reasons)
+
+
+def _mitigation_outcome(
+    primary: IncidentFacts,
+    facts: RunFacts,
+    *,
+    success: bool,
+    ttm: float | None,
+    self_healed: bool,
+    attempts: int,
+) -> str:
+    """Expect mitigated, the primary incident opened: how it ended (false positives aside)."""
+    if success:
+        return f"mitigated in {ttm:.0f}s, {attempts} attempt(s)"
     if self_healed:
-        return f"healed only when the fault expired; {attempts} attempt(s){fp}"
+        return f"healed only when the fault expired; {attempts} attempt(s)"
     problem = facts.final_problems[0] if facts.final_problems else "too late"
     state = "escalated" if primary.escalated else primary.state
-    return f"not mitigated ({state}, {attempts} attempt(s)): {problem}{fp}"
+    return f"not mitigated ({state}, {attempts} attempt(s)): {problem}"
 
 
 def errored(
