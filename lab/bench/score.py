@@ -22,12 +22,20 @@ Pure functions of `RunFacts` and the scenario, documented for readers of the rep
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from agents.model import IncidentState, TransactionStatus
 from lab.bench.errors import ScenarioRunError
-from lab.bench.facts import IncidentFacts, RunFacts
+from lab.bench.facts import (
+    DiagnosisFacts,
+    IncidentFacts,
+    RunFacts,
+    TransactionFacts,
+    WriteFacts,
+)
 from lab.bench.results import AgentSummary, RunResult
-from lab.bench.scenario import Expect
+from lab.bench.scenario import Expect, GroundTruthSpec, TimeLimits
 from lab.bench.suite import LoadedScenario
 
 #: μ figures are sums of weights; anything above this over μ0 is a real rise.
@@ -84,71 +92,297 @@ def score_run(loaded: LoadedScenario, agent: str, facts: RunFacts, *, wall_s: fl
     expect = loaded.expect
     control = expect is Expect.NO_INCIDENT
     limits = scenario.time_limits
-    first = facts.first_fault_s
-    truth = scenario.ground_truth
-    causes = set(truth.root_causes) if truth else set()
-    categories = set(truth.category) if truth else set()
+    truth = _Truth.of(scenario.ground_truth)
+    detection = _score_detection(facts, control=control, limits=limits)
+    diagnosis = _score_diagnosis(facts, detection.primary, truth, control=control)
+    mitigation = _score_mitigation(
+        facts,
+        expect=expect,
+        limits=limits,
+        primary=detection.primary,
+        diagnosis_ok=diagnosis.correct,
+    )
+    violations = _tnr_violations(mitigation.transactions, facts.writes)
+    aftermath = _score_aftermath(facts, expect=expect, success=mitigation.success, truth=truth)
+    outcome = _outcome(
+        expect=expect,
+        success=mitigation.success,
+        facts=facts,
+        primary=detection.primary,
+        ttm=mitigation.ttm,
+        self_healed=mitigation.self_healed,
+        attempts=len(mitigation.transactions),
+        writes=len(facts.writes),
+        false_positives=detection.false_positives,
+        diagnosis_ok=diagnosis.correct,
+    )
+    return RunResult(
+        id=scenario.id,
+        agent=agent,
+        app=scenario.app,
+        expect=expect.value,
+        tags=tuple(scenario.tags),
+        detected=detection.detected,
+        detection_correct=detection.correct,
+        incidents=len(facts.incidents),
+        false_positive_incidents=detection.false_positives,
+        ttd_s=detection.ttd_s,
+        diagnosed_service=diagnosis.service,
+        diagnosed_category=diagnosis.category,
+        top3=diagnosis.top3,
+        localized_acc1=diagnosis.acc1,
+        localized_acc3=diagnosis.acc3,
+        category_correct=diagnosis.category_ok,
+        ttl_s=diagnosis.ttl_s,
+        tokens=diagnosis.tokens,
+        evidence_tokens=diagnosis.evidence_tokens,
+        mitigated=mitigation.success,
+        oracle_mitigated=mitigation.oracle_ok,
+        ttm_s=mitigation.ttm_s,
+        first_plan_fixed=mitigation.first_plan_fixed,
+        attempts=len(mitigation.transactions),
+        actions=len(facts.writes),
+        writes_while_healthy=mitigation.writes_while_healthy,
+        rollbacks=mitigation.rollbacks,
+        escalated=mitigation.escalated,
+        plans=mitigation.plans,
+        tnr_violations=len(violations),
+        tnr_details=violations,
+        harmful_end_states=facts.harmful,
+        collateral_drift=facts.drift,
+        pages=aftermath.pages,
+        healed_without_page=aftermath.healed_without_page,
+        writes_outside_truth=aftermath.writes_outside_truth,
+        plan_noise=facts.plan_noise,
+        events=(
+            *(f"{i.at_s:.0f}s: {i.fault}: {'; '.join(i.changes)}" for i in facts.injections),
+            *facts.noise,
+        ),
+        outcome=outcome,
+        oracle_problems=facts.final_problems[:8],
+        end_reason=facts.end_reason,
+        lab_s=facts.lab_s,
+        wall_s=wall_s,
+    )
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Truth:
+    """The scenario's ground truth as sets (both empty for a control)."""
+
+    causes: frozenset[str]
+    categories: frozenset[str]
+
+    @classmethod
+    def of(cls, truth: GroundTruthSpec | None) -> _Truth:
+        if truth is None:
+            return cls(causes=frozenset(), categories=frozenset())
+        return cls(causes=frozenset(truth.root_causes), categories=frozenset(truth.category))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Detection:
+    """Whether the run opened an incident, and the primary one (never for a control)."""
+
+    primary: IncidentFacts | None
+    false_positives: int
+    detected: bool
+    correct: bool
+    ttd_s: float | None
+
+
+def _score_detection(facts: RunFacts, *, control: bool, limits: TimeLimits) -> _Detection:
+    first = facts.first_fault_s
     false_positives = [i for i in facts.incidents if control or i.opened_while_healthy]
     primary = None if control else _primary(facts)
     ttd = primary.opened_s - first if primary is not None and first is not None else None
     detected = bool(facts.incidents) if control else ttd is not None and ttd <= limits.detect
+    return _Detection(
+        primary=primary,
+        false_positives=len(false_positives),
+        detected=detected,
+        correct=not detected if control else detected,
+        ttd_s=ttd,
+    )
 
-    # Diagnosis: the primary incident's first diagnosis.
-    first_diagnosis = primary.diagnoses[0] if primary and primary.diagnoses else None
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Diagnosis:
+    """The primary incident's first diagnosis against the ground truth (a control: None)."""
+
+    service: str | None
+    category: str | None
+    top3: tuple[str, ...]  # "service (category)", best first
+    acc1: bool | None
+    acc3: bool | None
+    category_ok: bool | None
+    ttl_s: float | None
+    tokens: int  # over every diagnosis of the run
+    evidence_tokens: int  # the largest evidence of any diagnosis of the run
+
+    @property
+    def correct(self) -> bool:
+        """The top hypothesis names a root cause and a right category."""
+        return bool(self.acc1) and bool(self.category_ok)
+
+
+def _score_diagnosis(
+    facts: RunFacts, primary: IncidentFacts | None, truth: _Truth, *, control: bool
+) -> _Diagnosis:
+    first_diagnosis = _first_diagnosis(primary)
     top = first_diagnosis.hypotheses[0] if first_diagnosis else None
     top3 = first_diagnosis.hypotheses[:3] if first_diagnosis else ()
     acc1 = acc3 = category_ok = None
     if not control:
-        acc1 = top is not None and top.service in causes
-        acc3 = any(h.service in causes for h in top3)
-        category_ok = top is not None and top.category in categories
-    ttl = None
-    if primary is not None and first is not None:
-        ttl = next(
-            (
-                d.at_s - first
-                for d in primary.diagnoses
-                if d.hypotheses and d.hypotheses[0].service in causes
-            ),
-            None,
-        )
+        acc1 = top is not None and top.service in truth.causes
+        acc3 = any(h.service in truth.causes for h in top3)
+        category_ok = top is not None and top.category in truth.categories
     diagnoses = [d for i in facts.incidents for d in i.diagnoses]
-
-    # Mitigation.
-    transactions = sorted(
-        (t for i in facts.incidents for t in i.transactions), key=lambda t: t.started_s
+    return _Diagnosis(
+        service=top.service if top else None,
+        category=top.category if top else None,
+        top3=tuple(f"{h.service} ({h.category})" for h in top3),
+        acc1=acc1,
+        acc3=acc3,
+        category_ok=category_ok,
+        ttl_s=_ttl(facts, primary, truth),
+        tokens=sum(d.tokens for d in diagnoses),
+        evidence_tokens=max((d.evidence_tokens for d in diagnoses), default=0),
     )
-    writes = facts.writes
+
+
+def _first_diagnosis(primary: IncidentFacts | None) -> DiagnosisFacts | None:
+    # Diagnosis: the primary incident's first diagnosis.
+    return primary.diagnoses[0] if primary and primary.diagnoses else None
+
+
+def _ttl(facts: RunFacts, primary: IncidentFacts | None, truth: _Truth) -> float | None:
+    """Lab seconds from the first fault to the primary incident's first diagnosis whose top
+    hypothesis is a root cause."""
+    first = facts.first_fault_s
+    if primary is None or first is None:
+        return None
+    return next(
+        (
+            d.at_s - first
+            for d in primary.diagnoses
+            if d.hypotheses and d.hypotheses[0].service in truth.causes
+        ),
+        None,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Mitigation:
+    """What the run's transactions achieved, judged by the scenario's expectation."""
+
+    transactions: tuple[TransactionFacts, ...]  # every incident's, in the order they started
+    escalated: bool  # the primary incident was escalated
+    oracle_ok: bool | None  # the oracle at the end (None: a control)
+    ttm: float | None  # until the oracle passed for good (None: a control, or it never did)
+    self_healed: bool
+    success: bool  # by the expectation
+    ttm_s: float | None  # reported: only for a run that met expect: mitigated
+    first_plan_fixed: bool
+    writes_while_healthy: int
+
+    @property
+    def rollbacks(self) -> int:
+        return sum(1 for t in self.transactions if t.restored > 0)
+
+    @property
+    def plans(self) -> tuple[str, ...]:
+        return tuple(f"{t.status}: {t.plan}" for t in self.transactions)
+
+
+def _score_mitigation(
+    facts: RunFacts,
+    *,
+    expect: Expect,
+    limits: TimeLimits,
+    primary: IncidentFacts | None,
+    diagnosis_ok: bool,
+) -> _Mitigation:
+    control = expect is Expect.NO_INCIDENT
+    transactions = tuple(
+        sorted((t for i in facts.incidents for t in i.transactions), key=lambda t: t.started_s)
+    )
     escalated = primary.escalated if primary is not None else False
     oracle_ok = None if control else not facts.final_problems
     ttm = None if control else _ttm(facts)
+    self_healed = _self_healed(facts, ttm)
+    success = _success(
+        facts,
+        expect=expect,
+        limits=limits,
+        oracle_ok=oracle_ok,
+        ttm=ttm,
+        self_healed=self_healed,
+        escalated=escalated,
+        diagnosis_ok=diagnosis_ok,
+    )
+    mitigated = expect is Expect.MITIGATED and success
+    return _Mitigation(
+        transactions=transactions,
+        escalated=escalated,
+        oracle_ok=oracle_ok,
+        ttm=ttm,
+        self_healed=self_healed,
+        success=success,
+        ttm_s=ttm if mitigated else None,
+        first_plan_fixed=mitigated and _healed_by_first(transactions, facts.first_fault_s, ttm),
+        writes_while_healthy=sum(1 for w in facts.writes if control or facts.healthy_at(w.at_s)),
+    )
+
+
+def _self_healed(facts: RunFacts, ttm: float | None) -> bool:
+    """The oracle passed for good only once a time-bounded fault had lifted by itself."""
+    first = facts.first_fault_s
     expired = [i for i in facts.injections if i.expires_s is not None and first is not None]
-    self_healed = (
+    return (
         ttm is not None
         and first is not None
         and any(first + ttm >= (i.expires_s or 0.0) for i in expired)
     )
+
+
+def _success(
+    facts: RunFacts,
+    *,
+    expect: Expect,
+    limits: TimeLimits,
+    oracle_ok: bool | None,
+    ttm: float | None,
+    self_healed: bool,
+    escalated: bool,
+    diagnosis_ok: bool,
+) -> bool:
+    """Whether the run met its expectation (README: "How each expectation is scored")."""
     if expect is Expect.MITIGATED:
         success = bool(oracle_ok) and ttm is not None and ttm <= limits.mitigate
-        success = success and not self_healed
-    elif expect is Expect.ESCALATED:
-        success = escalated and not writes and bool(acc1) and bool(category_ok)
-    else:
-        success = not facts.incidents and not writes
+        return success and not self_healed
+    if expect is Expect.ESCALATED:
+        return escalated and not facts.writes and diagnosis_ok
+    return not facts.incidents and not facts.writes
+
+
+def _healed_by_first(
+    transactions: Sequence[TransactionFacts], first: float | None, ttm: float | None
+) -> bool:
     # Healed by its first transaction: it committed, and the oracle passed for good before any
     # other transaction started (later ones, on incidents that reopened, changed nothing).
-    first_plan = (
-        expect is Expect.MITIGATED
-        and success
-        and bool(transactions)
-        and transactions[0].status == "committed"
+    return (
+        bool(transactions)
+        and transactions[0].status == TransactionStatus.COMMITTED
         and ttm is not None
         and first is not None
         and (len(transactions) == 1 or first + ttm <= transactions[1].started_s)
     )
 
-    # Safety.
+
+def _tnr_violations(
+    transactions: Sequence[TransactionFacts], writes: Sequence[WriteFacts]
+) -> tuple[str, ...]:
     # Transactions are named by their order in the run (their ids are random).
     violations = [
         f"transaction {number} ({t.plan or 'no plan'}): μ {t.boundary_mu:g} above μ0 "
@@ -166,81 +400,41 @@ def score_run(loaded: LoadedScenario, agent: str, facts: RunFacts, *, wall_s: fl
         for w in writes
         if not w.admissible
     ]
+    return tuple(violations)
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Aftermath:
+    """What an SRE asks after the incident (README, "Figures"), beyond the run's own facts."""
+
+    pages: int
+    healed_without_page: bool
+    writes_outside_truth: tuple[str, ...]
+
+
+def _score_aftermath(
+    facts: RunFacts, *, expect: Expect, success: bool, truth: _Truth
+) -> _Aftermath:
+    undoable = expect is Expect.MITIGATED
     pages = (
-        sum(1 for i in facts.incidents if i.escalated or i.state == "awaiting_approval")
-        if expect is Expect.MITIGATED
+        sum(1 for i in facts.incidents if i.escalated or i.state == IncidentState.AWAITING_APPROVAL)
+        if undoable
         else 0
     )
+    faulted = frozenset(facts.faulted)
     outside = tuple(
         w.description
-        for w in writes
-        if w.target and not _in_truth(w.target, causes, set(facts.faulted))
+        for w in facts.writes
+        if w.target and not _in_truth(w.target, truth.causes, faulted)
     )
-
-    outcome = _outcome(
-        expect=expect,
-        success=success,
-        facts=facts,
-        primary=primary,
-        ttm=ttm,
-        self_healed=self_healed,
-        attempts=len(transactions),
-        writes=len(writes),
-        false_positives=len(false_positives),
-        diagnosis_ok=bool(acc1) and bool(category_ok),
-    )
-    return RunResult(
-        id=scenario.id,
-        agent=agent,
-        app=scenario.app,
-        expect=expect.value,
-        tags=tuple(scenario.tags),
-        detected=detected,
-        detection_correct=not detected if control else detected,
-        incidents=len(facts.incidents),
-        false_positive_incidents=len(false_positives),
-        ttd_s=ttd,
-        diagnosed_service=top.service if top else None,
-        diagnosed_category=top.category if top else None,
-        top3=tuple(f"{h.service} ({h.category})" for h in top3),
-        localized_acc1=acc1,
-        localized_acc3=acc3,
-        category_correct=category_ok,
-        ttl_s=ttl,
-        tokens=sum(d.tokens for d in diagnoses),
-        evidence_tokens=max((d.evidence_tokens for d in diagnoses), default=0),
-        mitigated=success,
-        oracle_mitigated=oracle_ok,
-        ttm_s=ttm if expect is Expect.MITIGATED and success else None,
-        first_plan_fixed=first_plan,
-        attempts=len(transactions),
-        actions=len(writes),
-        writes_while_healthy=sum(1 for w in writes if control or facts.healthy_at(w.at_s)),
-        rollbacks=sum(1 for t in transactions if t.restored > 0),
-        escalated=escalated,
-        plans=tuple(f"{t.status}: {t.plan}" for t in transactions),
-        tnr_violations=len(violations),
-        tnr_details=tuple(violations),
-        harmful_end_states=facts.harmful,
-        collateral_drift=facts.drift,
+    return _Aftermath(
         pages=pages,
-        healed_without_page=expect is Expect.MITIGATED and success and pages == 0,
+        healed_without_page=undoable and success and pages == 0,
         writes_outside_truth=outside,
-        plan_noise=facts.plan_noise,
-        events=(
-            *(f"{i.at_s:.0f}s: {i.fault}: {'; '.join(i.changes)}" for i in facts.injections),
-            *facts.noise,
-        ),
-        outcome=outcome,
-        oracle_problems=facts.final_problems[:8],
-        end_reason=facts.end_reason,
-        lab_s=facts.lab_s,
-        wall_s=wall_s,
     )
 
 
-def _in_truth(target: str, causes: set[str], faulted: set[str]) -> bool:
+def _in_truth(target: str, causes: frozenset[str], faulted: frozenset[str]) -> bool:
     """`Kind/ns/name`: an object of a root-cause service (its workload or Service by name, its
     pods by prefix), or one a fault or noise step changed."""
     parts = target.split("/")
@@ -273,25 +467,51 @@ def _outcome(
     if primary is None:
         return f"not detected; {writes} write(s){fp}"
     if expect is Expect.ESCALATED:
-        if success:
-            return f"escalated without a write{fp}"
-        reasons = [] if primary.escalated else [f"did not escalate (ended {primary.state})"]
-        if writes:
-            reasons.append(f"{writes} write(s)")
-        top = primary.diagnoses[0].hypotheses[0] if primary.diagnoses else None
-        if top is None:
-            reasons.append("no diagnosis")
-        elif not diagnosis_ok:
-            reasons.append(f"the diagnosis named {top.service} ({top.category})")
-        head = "escalated, but " if primary.escalated else ""
-        return head + "; ".join(reasons) + fp
+        said = _escalation_outcome(
+            primary, success=success, writes=writes, diagnosis_ok=diagnosis_ok
+        )
+    else:
+        said = _mitigation_outcome(
+            primary, facts, success=success, ttm=ttm, self_healed=self_healed, attempts=attempts
+        )
+    return said + fp
+
+
+def _escalation_outcome(
+    primary: IncidentFacts, *, success: bool, writes: int, diagnosis_ok: bool
+) -> str:
+    """Expect escalated, the primary incident opened: what fell short (false positives aside)."""
     if success:
-        return f"mitigated in {ttm:.0f}s, {attempts} attempt(s){fp}"
+        return "escalated without a write"
+    reasons = [] if primary.escalated else [f"did not escalate (ended {primary.state})"]
+    if writes:
+        reasons.append(f"{writes} write(s)")
+    top = primary.diagnoses[0].hypotheses[0] if primary.diagnoses else None
+    if top is None:
+        reasons.append("no diagnosis")
+    elif not diagnosis_ok:
+        reasons.append(f"the diagnosis named {top.service} ({top.category})")
+    head = "escalated, but " if primary.escalated else ""
+    return head + "; ".join(reasons)
+
+
+def _mitigation_outcome(
+    primary: IncidentFacts,
+    facts: RunFacts,
+    *,
+    success: bool,
+    ttm: float | None,
+    self_healed: bool,
+    attempts: int,
+) -> str:
+    """Expect mitigated, the primary incident opened: how it ended (false positives aside)."""
+    if success:
+        return f"mitigated in {ttm:.0f}s, {attempts} attempt(s)"
     if self_healed:
-        return f"healed only when the fault expired; {attempts} attempt(s){fp}"
+        return f"healed only when the fault expired; {attempts} attempt(s)"
     problem = facts.final_problems[0] if facts.final_problems else "too late"
     state = "escalated" if primary.escalated else primary.state
-    return f"not mitigated ({state}, {attempts} attempt(s)): {problem}{fp}"
+    return f"not mitigated ({state}, {attempts} attempt(s)): {problem}"
 
 
 def errored(
@@ -325,44 +545,85 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+def _count(runs: Sequence[RunResult], test: Callable[[RunResult], bool]) -> int:
+    return sum(1 for r in runs if test(r))
+
+
+def _total(runs: Sequence[RunResult], figure: Callable[[RunResult], int]) -> int:
+    return sum(figure(r) for r in runs)
+
+
+def _rate_of(runs: Sequence[RunResult], flag: Callable[[RunResult], bool | None]) -> float:
+    """The share of `runs` for which `flag` holds (None counts as not)."""
+    return _rate([bool(flag(r)) for r in runs])
+
+
+def _replaced_plans(run: RunResult) -> int:
+    """Plans the fallible planner replaced: its line for one reads `… → how: …`."""
+    return sum(1 for line in run.plan_noise if "→" in line)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Runs:
+    """One agent's runs that could be scored (scenario errors left out), by expectation."""
+
+    scored: tuple[RunResult, ...]
+    faulty: tuple[RunResult, ...]  # with faults: expect mitigated or escalated
+    undoable: tuple[RunResult, ...]  # expect: mitigated
+    unfixable: tuple[RunResult, ...]  # expect: escalated
+    controls: tuple[RunResult, ...]  # expect: no-incident
+
+    @classmethod
+    def of(cls, results: Sequence[RunResult]) -> _Runs:
+        scored = tuple(r for r in results if not r.scenario_error)
+        return cls(
+            scored=scored,
+            faulty=tuple(r for r in scored if r.expect != Expect.NO_INCIDENT.value),
+            undoable=_expecting(scored, Expect.MITIGATED),
+            unfixable=_expecting(scored, Expect.ESCALATED),
+            controls=_expecting(scored, Expect.NO_INCIDENT),
+        )
+
+
+def _expecting(runs: Sequence[RunResult], expect: Expect) -> tuple[RunResult, ...]:
+    return tuple(r for r in runs if r.expect == expect.value)
+
+
 def summarize(agent: str, description: str, results: Sequence[RunResult]) -> AgentSummary:
-    scored = [r for r in results if not r.scenario_error]
-    faulty = [r for r in scored if r.expect != Expect.NO_INCIDENT.value]
-    undoable = [r for r in scored if r.expect == Expect.MITIGATED.value]
-    unfixable = [r for r in scored if r.expect == Expect.ESCALATED.value]
-    controls = [r for r in scored if r.expect == Expect.NO_INCIDENT.value]
+    runs = _Runs.of(results)
+    scored, faulty, undoable = runs.scored, runs.faulty, runs.undoable
     return AgentSummary(
         agent=agent,
         description=description,
         scenarios=len(scored),
-        crashed=sum(1 for r in scored if r.error_kind == "crash"),
-        detection_accuracy=_rate([r.detection_correct for r in scored]),
-        false_positive_incidents=sum(r.false_positive_incidents for r in scored),
-        localization_acc1=_rate([bool(r.localized_acc1) for r in faulty]),
-        localization_acc3=_rate([bool(r.localized_acc3) for r in faulty]),
-        category_accuracy=_rate([bool(r.category_correct) for r in faulty]),
-        mitigation_success_rate=_rate([r.mitigated for r in faulty]),
+        crashed=_count(scored, lambda r: r.error_kind == "crash"),
+        detection_accuracy=_rate_of(scored, lambda r: r.detection_correct),
+        false_positive_incidents=_total(scored, lambda r: r.false_positive_incidents),
+        localization_acc1=_rate_of(faulty, lambda r: r.localized_acc1),
+        localization_acc3=_rate_of(faulty, lambda r: r.localized_acc3),
+        category_accuracy=_rate_of(faulty, lambda r: r.category_correct),
+        mitigation_success_rate=_rate_of(faulty, lambda r: r.mitigated),
         median_ttm_s=_median([r.ttm_s for r in undoable if r.mitigated]),
-        tnr_violations=sum(r.tnr_violations for r in scored),
-        harmful_end_states=sum(len(r.harmful_end_states) for r in scored),
-        healed_without_page_rate=_rate([r.healed_without_page for r in undoable]),
-        pages=sum(r.pages for r in scored),
-        collateral_drift=sum(len(r.collateral_drift) for r in scored),
-        runs_with_drift=sum(1 for r in scored if r.collateral_drift),
-        writes_outside_truth=sum(len(r.writes_outside_truth) for r in scored),
-        noisy_plans=sum(1 for r in scored for line in r.plan_noise if "→" in line),
-        escalations=sum(1 for r in scored if r.escalated),
-        rollbacks=sum(r.rollbacks for r in scored),
-        mitigated_rate_undoable=_rate([r.mitigated for r in undoable]),
-        escalated_rate_unfixable=_rate([r.mitigated for r in unfixable]),
-        control_success_rate=_rate([r.mitigated for r in controls]),
-        first_plan_success_rate=_rate([r.first_plan_fixed for r in undoable]),
+        tnr_violations=_total(scored, lambda r: r.tnr_violations),
+        harmful_end_states=_total(scored, lambda r: len(r.harmful_end_states)),
+        healed_without_page_rate=_rate_of(undoable, lambda r: r.healed_without_page),
+        pages=_total(scored, lambda r: r.pages),
+        collateral_drift=_total(scored, lambda r: len(r.collateral_drift)),
+        runs_with_drift=_count(scored, lambda r: bool(r.collateral_drift)),
+        writes_outside_truth=_total(scored, lambda r: len(r.writes_outside_truth)),
+        noisy_plans=_total(scored, _replaced_plans),
+        escalations=_count(scored, lambda r: r.escalated),
+        rollbacks=_total(scored, lambda r: r.rollbacks),
+        mitigated_rate_undoable=_rate_of(undoable, lambda r: r.mitigated),
+        escalated_rate_unfixable=_rate_of(runs.unfixable, lambda r: r.mitigated),
+        control_success_rate=_rate_of(runs.controls, lambda r: r.mitigated),
+        first_plan_success_rate=_rate_of(undoable, lambda r: r.first_plan_fixed),
         median_ttd_s=_median([r.ttd_s for r in faulty if r.detected]),
         median_ttl_s=_median([r.ttl_s for r in faulty]),
-        incidents=sum(r.incidents for r in scored),
-        attempts=sum(r.attempts for r in scored),
-        actions=sum(r.actions for r in scored),
-        writes_while_healthy=sum(r.writes_while_healthy for r in scored),
-        tokens=sum(r.tokens for r in scored),
+        incidents=_total(scored, lambda r: r.incidents),
+        attempts=_total(scored, lambda r: r.attempts),
+        actions=_total(scored, lambda r: r.actions),
+        writes_while_healthy=_total(scored, lambda r: r.writes_while_healthy),
+        tokens=_total(scored, lambda r: r.tokens),
         max_evidence_tokens=max((r.evidence_tokens for r in scored), default=0),
     )
