@@ -47,27 +47,42 @@ def correct(value: str, services: list[KubeObject]) -> Correction | None:
         return None
     host, port = match["host"], match["port"]
     by_name = {s.name: s for s in services}
-    why = ""
-    if host not in by_name:
-        distances = sorted((_distance(host, name), name) for name in by_name)
-        close = [(d, name) for d, name in distances if d <= MAX_EDITS]
-        if not close or (len(close) > 1 and close[0][0] == close[1][0]):
-            return None
-        host_fixed = close[0][1]
-        why = f"{host} is not a Service of the namespace; {host_fixed} is"
-    else:
-        host_fixed = host
-    numbers = _port_numbers(by_name[host_fixed])
-    port_fixed = port
-    if port is not None and numbers and int(port) not in numbers:
-        if len(numbers) != 1:
-            return None
-        port_fixed = str(numbers[0])
-        why = (why + "; " if why else "") + f"Service {host_fixed} has no port {port}"
+    host_fix = _host_fixed(host, list(by_name))
+    if host_fix is None:
+        return None
+    host_fixed, host_why = host_fix
+    port_fix = _port_fixed(port, host_fixed, by_name[host_fixed])
+    if port_fix is None:
+        return None
+    port_fixed, port_why = port_fix
     if host_fixed == host and port_fixed == port:
         return None
     fixed = (
         f"{match['scheme'] or ''}{host_fixed}{match['domain'] or ''}"
         f"{':' + port_fixed if port_fixed else ''}{match['rest'] or ''}"
     )
-    return Correction(value=fixed, why=why)
+    return Correction(value=fixed, why="; ".join(w for w in (host_why, port_why) if w))
+
+
+def _host_fixed(host: str, names: list[str]) -> tuple[str, str] | None:
+    """The Service `host` meant, and why it is not `host` itself ("" when it is); None when
+    no name is close enough, or two are equally close."""
+    if host in names:
+        return host, ""
+    distances = sorted((_distance(host, name), name) for name in names)
+    close = [(d, name) for d, name in distances if d <= MAX_EDITS]
+    if not close or (len(close) > 1 and close[0][0] == close[1][0]):
+        return None
+    host_fixed = close[0][1]
+    return host_fixed, f"{host} is not a Service of the namespace; {host_fixed} is"
+
+
+def _port_fixed(port: str | None, host: str, service: KubeObject) -> tuple[str | None, str] | None:
+    """The port of `service` that `port` meant, and why it is not `port` itself ("" when it
+    is); None when the Service has several ports and `port` is none of them."""
+    numbers = _port_numbers(service)
+    if port is None or not numbers or int(port) in numbers:
+        return port, ""
+    if len(numbers) != 1:
+        return None
+    return str(numbers[0]), f"Service {host} has no port {port}"

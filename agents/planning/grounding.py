@@ -22,6 +22,7 @@ import logging
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from agents.actions import (
     Action,
@@ -183,62 +184,110 @@ def symptom_gate(
     if assessment is None:
         return None
     unwell = set(assessment.unhealthy)
-    target = action.target
     if not unwell:
         return f"no service in {ctx.namespace} shows a symptom: nothing justifies a write"
+    return _gate(_Gated(ctx=ctx, action=action, unwell=unwell, linked=linked))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Gated:
+    """What every step of the symptom gate reads: the action and who is unwell."""
+
+    ctx: Context
+    action: Action
+    unwell: set[str]
+    linked: frozenset[tuple[str, str]]
+
+
+def _gate(g: _Gated) -> str | None:
+    """The gate for the kind of object `g.action` changes. The order matters: an action
+    matches the first step whose kind or action type it has."""
+    action, target = g.action, g.action.target
     if target.kind in WORKLOAD_KINDS or isinstance(
         action, ScaleWorkload | SetImage | RollbackWorkload | RolloutRestart
     ):
-        workload = ctx.workload(target.name)
-        if _workload_unwell(ctx, target.name, workload, unwell):
-            return None
-        if (
-            isinstance(action, RolloutRestart)
-            and workload is not None
-            and any(_reads_config_map(workload, n) for k, n in linked if k == "ConfigMap")
-        ):
-            return None  # a reader restarted so a linked config change takes effect
-        return _no_symptom(target.kind, target.name)
+        return _gate_workload(g)
     if isinstance(action, SetContainerEnv | SetResources | SetScheduling):
-        return None if target.name in unwell else _no_symptom(target.kind, target.name)
+        return _gate_named(g)
     if isinstance(action, DeletePod):
-        for name in unwell:
-            workload = ctx.workload_for(name)
-            if workload is not None and any(p.name == target.name for p in ctx.pods_of(workload)):
-                return None
-        return _no_symptom("Pod", target.name)
+        return _gate_pod(g)
     if isinstance(action, PatchService) or target.kind == "Service":
-        service = ctx.service(target.name)
-        if target.name in unwell:
-            return None
-        selector = (service.body.get("spec") or {}).get("selector") if service else None
-        for name in unwell:
-            workload = ctx.workload_for(name)
-            if workload is not None and matches(dict(selector or {}), template_labels(workload)):
-                return None
-        return _no_symptom("Service", target.name)
+        return _gate_service(g)
     if isinstance(action, SetConfigMapKeys) or target.kind == "ConfigMap":
-        if (target.kind, target.name) in linked:
-            return None
-        users = {w.name for w in ctx.workloads() if _reads_config_map(w, target.name)}
-        if users & unwell or any(_workload_unwell(ctx, u, ctx.workload(u), unwell) for u in users):
-            return None
-        return (
-            f"ConfigMap/{target.name} is read by no unwell service "
-            f"({', '.join(sorted(users)) or 'no workload reads it'})"
-        )
+        return _gate_config_map(g)
     if isinstance(action, SetHpaBounds):
-        hpa = ctx.get("HorizontalPodAutoscaler", target.name)
-        ref = ((hpa.body.get("spec") or {}).get("scaleTargetRef") or {}) if hpa else {}
-        name = str(ref.get("name") or "")
-        if name and _workload_unwell(ctx, name, ctx.workload(name), unwell):
-            return None
-        return _no_symptom("HorizontalPodAutoscaler", target.name)
+        return _gate_hpa(g)
     if isinstance(action, MergePatch) and target.kind in WORKLOAD_KINDS:
-        return None if target.name in unwell else _no_symptom(target.kind, target.name)
+        return _gate_named(g)
     # Nodes, quotas and other cluster or policy objects: changed only for unwell services,
     # which the assessment has (checked above); the rule that drafts them names the pods.
     return None
+
+
+def _gate_workload(g: _Gated) -> str | None:
+    target = g.action.target
+    workload = g.ctx.workload(target.name)
+    if _workload_unwell(g.ctx, target.name, workload, g.unwell):
+        return None
+    if (
+        isinstance(g.action, RolloutRestart)
+        and workload is not None
+        and any(_reads_config_map(workload, n) for k, n in g.linked if k == "ConfigMap")
+    ):
+        return None  # a reader restarted so a linked config change takes effect
+    return _no_symptom(target.kind, target.name)
+
+
+def _gate_named(g: _Gated) -> str | None:
+    """The action names its workload: that workload's own service must be unwell."""
+    target = g.action.target
+    return None if target.name in g.unwell else _no_symptom(target.kind, target.name)
+
+
+def _gate_pod(g: _Gated) -> str | None:
+    target = g.action.target
+    for name in g.unwell:
+        workload = g.ctx.workload_for(name)
+        if workload is not None and any(p.name == target.name for p in g.ctx.pods_of(workload)):
+            return None
+    return _no_symptom("Pod", target.name)
+
+
+def _gate_service(g: _Gated) -> str | None:
+    target = g.action.target
+    service = g.ctx.service(target.name)
+    if target.name in g.unwell:
+        return None
+    selector = (service.body.get("spec") or {}).get("selector") if service else None
+    for name in g.unwell:
+        workload = g.ctx.workload_for(name)
+        if workload is not None and matches(dict(selector or {}), template_labels(workload)):
+            return None
+    return _no_symptom("Service", target.name)
+
+
+def _gate_config_map(g: _Gated) -> str | None:
+    target = g.action.target
+    if (target.kind, target.name) in g.linked:
+        return None
+    ctx, unwell = g.ctx, g.unwell
+    users = {w.name for w in ctx.workloads() if _reads_config_map(w, target.name)}
+    if users & unwell or any(_workload_unwell(ctx, u, ctx.workload(u), unwell) for u in users):
+        return None
+    return (
+        f"ConfigMap/{target.name} is read by no unwell service "
+        f"({', '.join(sorted(users)) or 'no workload reads it'})"
+    )
+
+
+def _gate_hpa(g: _Gated) -> str | None:
+    target = g.action.target
+    hpa = g.ctx.get("HorizontalPodAutoscaler", target.name)
+    ref = ((hpa.body.get("spec") or {}).get("scaleTargetRef") or {}) if hpa else {}
+    name = str(ref.get("name") or "")
+    if name and _workload_unwell(g.ctx, name, g.ctx.workload(name), g.unwell):
+        return None
+    return _no_symptom("HorizontalPodAutoscaler", target.name)
 
 
 def _no_symptom(kind: str, name: str) -> str:
@@ -260,17 +309,29 @@ def _workload_unwell(
 
 def _reads_config_map(workload: KubeObject, name: str) -> bool:
     spec = ((workload.body.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if _mounts_config_map(spec, name):
+        return True
+    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        if isinstance(c, dict) and _container_reads_config_map(c, name):
+            return True
+    return False
+
+
+def _mounts_config_map(spec: dict[str, Any], name: str) -> bool:
+    """The pod spec has a volume of the ConfigMap."""
     for volume in spec.get("volumes") or []:
         if isinstance(volume, dict) and (volume.get("configMap") or {}).get("name") == name:
             return True
-    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        if not isinstance(c, dict):
-            continue
-        for src in c.get("envFrom") or []:
-            if isinstance(src, dict) and (src.get("configMapRef") or {}).get("name") == name:
-                return True
-        for env in c.get("env") or []:
-            ref = ((env.get("valueFrom") or {}).get("configMapKeyRef") or {}) if env else {}
-            if ref.get("name") == name:
-                return True
+    return False
+
+
+def _container_reads_config_map(c: dict[str, Any], name: str) -> bool:
+    """The container takes the ConfigMap whole (`envFrom`) or a key of it (`env`)."""
+    for src in c.get("envFrom") or []:
+        if isinstance(src, dict) and (src.get("configMapRef") or {}).get("name") == name:
+            return True
+    for env in c.get("env") or []:
+        ref = ((env.get("valueFrom") or {}).get("configMapKeyRef") or {}) if env else {}
+        if ref.get("name") == name:
+            return True
     return False

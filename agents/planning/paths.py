@@ -18,6 +18,7 @@ import ast
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -91,34 +92,59 @@ _WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet"})
 
 def classify(kind: str, path: str) -> FieldRef:
     """The aspect of `kind`'s field at `path` (OTHER when the planner knows no fix for it)."""
-    if kind in _WORKLOAD_KINDS:
-        for pattern, aspect in _WORKLOAD_PATTERNS:
-            match = pattern.match(path)
-            if match is not None:
-                groups = match.groupdict()
-                return FieldRef(
-                    aspect=aspect, path=path, container=groups.get("c"), key=groups.get("k")
-                )
-    elif kind == "Service":
-        if path == "spec.selector" or path.startswith("spec.selector."):
-            key = path[len("spec.selector.") :] or None
-            return FieldRef(aspect=Aspect.SERVICE_SELECTOR, path=path, key=key)
-        match = _SERVICE_PORTS.match(path)
+    classifier = _CLASSIFIERS.get(kind)
+    found = classifier(path) if classifier is not None else None
+    return found if found is not None else FieldRef(aspect=Aspect.OTHER, path=path)
+
+
+def _workload_field(path: str) -> FieldRef | None:
+    for pattern, aspect in _WORKLOAD_PATTERNS:
+        match = pattern.match(path)
         if match is not None:
-            return FieldRef(aspect=Aspect.SERVICE_PORTS, path=path, key=match["k"])
-    elif kind == "ConfigMap":
-        if path in ("data", "binaryData"):
-            return FieldRef(aspect=Aspect.CONFIG_DATA, path=path)
-        if path.startswith("data."):
-            return FieldRef(aspect=Aspect.CONFIG_KEY, path=path, key=path[len("data.") :])
-    elif kind == "ResourceQuota":
-        if path == "spec.hard" or path.startswith("spec.hard."):
+            groups = match.groupdict()
             return FieldRef(
-                aspect=Aspect.QUOTA_HARD, path=path, key=path[len("spec.hard.") :] or None
+                aspect=aspect, path=path, container=groups.get("c"), key=groups.get("k")
             )
-    elif kind == "Node":
-        return FieldRef(aspect=Aspect.NODE, path=path)
-    return FieldRef(aspect=Aspect.OTHER, path=path)
+    return None
+
+
+def _service_field(path: str) -> FieldRef | None:
+    if path == "spec.selector" or path.startswith("spec.selector."):
+        key = path[len("spec.selector.") :] or None
+        return FieldRef(aspect=Aspect.SERVICE_SELECTOR, path=path, key=key)
+    match = _SERVICE_PORTS.match(path)
+    if match is not None:
+        return FieldRef(aspect=Aspect.SERVICE_PORTS, path=path, key=match["k"])
+    return None
+
+
+def _config_map_field(path: str) -> FieldRef | None:
+    if path in ("data", "binaryData"):
+        return FieldRef(aspect=Aspect.CONFIG_DATA, path=path)
+    if path.startswith("data."):
+        return FieldRef(aspect=Aspect.CONFIG_KEY, path=path, key=path[len("data.") :])
+    return None
+
+
+def _quota_field(path: str) -> FieldRef | None:
+    if path == "spec.hard" or path.startswith("spec.hard."):
+        return FieldRef(aspect=Aspect.QUOTA_HARD, path=path, key=path[len("spec.hard.") :] or None)
+    return None
+
+
+def _node_field(path: str) -> FieldRef | None:
+    return FieldRef(aspect=Aspect.NODE, path=path)
+
+
+#: How each kind's field paths are classified; a kind not here, or a path its classifier does
+#: not know (None), is OTHER.
+_CLASSIFIERS: dict[str, Callable[[str], FieldRef | None]] = {
+    **dict.fromkeys(_WORKLOAD_KINDS, _workload_field),
+    "Service": _service_field,
+    "ConfigMap": _config_map_field,
+    "ResourceQuota": _quota_field,
+    "Node": _node_field,
+}
 
 
 def normalised(path: str) -> str:

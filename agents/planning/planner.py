@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from agents.actions import Action
 from agents.diagnosis.assessment import Assessment
 from agents.diagnosis.ports import JournalView
 from agents.diagnosis.suspect import Suspect, suspects_of
@@ -114,15 +115,7 @@ class RulePlanner:
         refused: list[Refused] = []
         dropped: list[str] = []
         bounds = self.bounds_for(incident)
-
-        unwell = set(assessment.unhealthy) if assessment is not None else set()
-        linked = frozenset(
-            (s.kind, s.name)
-            for h in diagnosis.hypotheses
-            if h.service in unwell
-            for s in suspects_of(diagnosis, h)
-            if s.kind not in WORKLOAD_KINDS  # a workload must be unwell itself
-        )
+        linked = _linked(diagnosis, assessment)
 
         def screen(options: Options) -> Options:
             return self._screen(
@@ -137,27 +130,12 @@ class RulePlanner:
 
         considered = [replace(c, options=screen(c.options)) for c in considered]
         proposal = self._propose(ctx, incident, diagnosis, considered, attempts, screen=screen)
-        for r in refused:
-            logger.warning("planning %s: refused attempt: %s", incident.id, r.line())
-        for d in dropped:
-            logger.info("planning %s: dropped (no symptom, no write): %s", incident.id, d)
+        _log_screened(incident, refused, dropped)
         held = _held(diagnosis, assessment)
         candidates = tuple(_marked(c, held) for c in proposal.candidates)
         escalation = proposal.escalation
         if escalation is not None and not candidates and (refused or dropped) and not attempts:
-            escalation = Escalation(
-                reason=f"{escalation.reason}; {len(refused)} proposed change(s) refused and "
-                f"{len(dropped)} dropped for want of a symptom",
-                runbook="\n".join(
-                    [
-                        escalation.runbook,
-                        "",
-                        "Not proposed (a person may still act, after checking):",
-                        *(f"- {r.line()}" for r in refused),
-                        *(f"- {d}" for d in dropped),
-                    ]
-                ),
-            )
+            escalation = _with_not_proposed(escalation, refused, dropped)
         return replace(
             proposal,
             candidates=candidates,
@@ -374,6 +352,45 @@ class RulePlanner:
         )
 
 
+def _linked(diagnosis: Diagnosis, assessment: Assessment | None) -> frozenset[tuple[str, str]]:
+    """The suspects (kind, name) of the hypotheses about unwell services that are not
+    workloads: config, quota and policy objects the symptom gate lets change for them."""
+    unwell = set(assessment.unhealthy) if assessment is not None else set()
+    return frozenset(
+        (s.kind, s.name)
+        for h in diagnosis.hypotheses
+        if h.service in unwell
+        for s in suspects_of(diagnosis, h)
+        if s.kind not in WORKLOAD_KINDS  # a workload must be unwell itself
+    )
+
+
+def _log_screened(incident: Incident, refused: list[Refused], dropped: list[str]) -> None:
+    for r in refused:
+        logger.warning("planning %s: refused attempt: %s", incident.id, r.line())
+    for d in dropped:
+        logger.info("planning %s: dropped (no symptom, no write): %s", incident.id, d)
+
+
+def _with_not_proposed(
+    escalation: Escalation, refused: list[Refused], dropped: list[str]
+) -> Escalation:
+    """The escalation with what the screen took out listed below its runbook."""
+    return Escalation(
+        reason=f"{escalation.reason}; {len(refused)} proposed change(s) refused and "
+        f"{len(dropped)} dropped for want of a symptom",
+        runbook="\n".join(
+            [
+                escalation.runbook,
+                "",
+                "Not proposed (a person may still act, after checking):",
+                *(f"- {r.line()}" for r in refused),
+                *(f"- {d}" for d in dropped),
+            ]
+        ),
+    )
+
+
 def _held(diagnosis: Diagnosis, assessment: Assessment | None) -> tuple[str, ...]:
     """Why no plan for this diagnosis may run without a person, whatever the autonomy."""
     out: list[str] = []
@@ -413,6 +430,16 @@ def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:
     is judged while the other fault keeps spreading through shared callers, so μ rises and TNR
     rightly cannot tell that from harm: the right fix is undone. Put back every such change in
     one transaction instead — still validated, and undone as one if it does not help."""
+    chosen = _restores(considered)
+    actions = tuple(a for _, d in chosen for a in d.actions)
+    targets = {a.target for a in actions}
+    if len(chosen) < 2 or len(actions) > k or len(targets) < len(actions):
+        return None
+    return _in_one_transaction(chosen, actions)
+
+
+def _restores(considered: list[_Considered]) -> list[tuple[_Considered, Draft]]:
+    """The first restore of each confident hypothesis, one per service (the best first)."""
     chosen: list[tuple[_Considered, Draft]] = []
     for c in considered:
         if c.hypothesis.confidence < CONFIDENT:
@@ -422,10 +449,12 @@ def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:
         restore = next((d for d in c.options.drafts if d.tier is Tier.RESTORE), None)
         if restore is not None:
             chosen.append((c, restore))
-    actions = tuple(a for _, d in chosen for a in d.actions)
-    targets = {a.target for a in actions}
-    if len(chosen) < 2 or len(actions) > k or len(targets) < len(actions):
-        return None
+    return chosen
+
+
+def _in_one_transaction(
+    chosen: list[tuple[_Considered, Draft]], actions: tuple[Action, ...]
+) -> CandidatePlan:
     return CandidatePlan(
         actions=actions,
         rationale=" ".join(

@@ -86,13 +86,7 @@ def _raised(
     ctx: Context, subject: Subject, quota: KubeObject, resource: str | None
 ) -> tuple[str, str, str] | None:
     info = next((q for q in ctx.quotas() if q.name == quota.name), None)
-    requested: dict[str, str] = {}
-    for event in ctx.events():
-        if event.reason != "FailedCreate" or quota.name not in event.message:
-            continue
-        match = _REQUESTED.search(event.message)
-        if match is not None:
-            requested.update({m["name"]: m["value"] for m in _PAIR.finditer(match["pairs"])})
+    requested = _requested(ctx, quota)
     resource = resource or next(iter(requested), None)
     if resource is None:
         return None
@@ -100,30 +94,53 @@ def _raised(
     used = (info.used.get(resource) if info else None) or hard
     if hard is None or used is None:
         return None
-    workload = ctx.workload_for(subject.hypothesis.service)
-    missing = 1
-    if workload is not None:
-        desired = (workload.body.get("spec") or {}).get("replicas")
-        have = len(ctx.pods_of(workload))
-        missing = max(1, (1 if desired is None else int(desired)) - have)
+    missing = _missing_pods(ctx, subject)
     per_pod = requested.get(resource, "1")
-    if "memory" in resource or "storage" in resource:
-        total = quantity_bytes(used) + quantity_bytes(per_pod) * missing
-        value = memory_quantity(max(total, quantity_bytes(hard)))
-    elif "cpu" in resource:
-        total = quantity_millis(used) + quantity_millis(per_pod) * missing
-        value = cpu_quantity(max(total, quantity_millis(hard)))
-    elif used.isdigit() and per_pod.isdigit() and hard.isdigit():  # object counts: pods, ...
-        value = str(max(int(hard), int(used) + int(per_pod) * missing))
-    else:
-        return None
-    if value == hard:
+    value = _raised_value(resource, hard=hard, used=used, per_pod=per_pod, missing=missing)
+    if value is None or value == hard:
         return None
     why = (
         f"{used} {resource} are used and {missing} more pod(s) of "
         f"{subject.hypothesis.service} need {per_pod} each"
     )
     return resource, value, why
+
+
+def _requested(ctx: Context, quota: KubeObject) -> dict[str, str]:
+    """What the pods the quota refused asked for, by resource, from the FailedCreate events."""
+    requested: dict[str, str] = {}
+    for event in ctx.events():
+        if event.reason != "FailedCreate" or quota.name not in event.message:
+            continue
+        match = _REQUESTED.search(event.message)
+        if match is not None:
+            requested.update({m["name"]: m["value"] for m in _PAIR.finditer(match["pairs"])})
+    return requested
+
+
+def _missing_pods(ctx: Context, subject: Subject) -> int:
+    """How many pods the hypothesis's workload still lacks (at least one)."""
+    workload = ctx.workload_for(subject.hypothesis.service)
+    missing = 1
+    if workload is not None:
+        desired = (workload.body.get("spec") or {}).get("replicas")
+        have = len(ctx.pods_of(workload))
+        missing = max(1, (1 if desired is None else int(desired)) - have)
+    return missing
+
+
+def _raised_value(resource: str, *, hard: str, used: str, per_pod: str, missing: int) -> str | None:
+    """The hard limit that fits what is used plus `missing` pods of `per_pod` each, never
+    below the current one; None for a resource whose quantities are not understood."""
+    if "memory" in resource or "storage" in resource:
+        total = quantity_bytes(used) + quantity_bytes(per_pod) * missing
+        return memory_quantity(max(total, quantity_bytes(hard)))
+    if "cpu" in resource:
+        total = quantity_millis(used) + quantity_millis(per_pod) * missing
+        return cpu_quantity(max(total, quantity_millis(hard)))
+    if used.isdigit() and per_pod.isdigit() and hard.isdigit():  # object counts: pods, ...
+        return str(max(int(hard), int(used) + int(per_pod) * missing))
+    return None
 
 
 def node_options(ctx: Context, subject: Subject) -> Options:

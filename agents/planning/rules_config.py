@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.actions import Action, RolloutRestart, SetConfigMapKeys
+from agents.diagnosis.suspect import Suspect
 from agents.model import JsonObject, KubeObject
 from agents.planning.addresses import correct
 from agents.planning.context import Context, containers, pod_spec_of
@@ -52,30 +53,49 @@ def readers(ctx: Context, config_map: str, key: str | None) -> list[Reader]:
 
 
 def _how(workload: KubeObject, config_map: str, key: str | None) -> str | None:
-    pod = pod_spec_of(workload.body)
-    volumes = {
-        str(v.get("name"))
-        for v in pod.get("volumes") or []
-        if isinstance(v, dict) and (v.get("configMap") or {}).get("name") == config_map
-    }
-    ways = set()
+    volumes = _volumes_of(workload, config_map)
+    ways: set[str] = set()
     for c in containers(workload.body):
-        for env in c.get("env") or []:
-            ref = ((env or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
-            if ref.get("name") == config_map and (key is None or ref.get("key") == key):
-                ways.add("env")
-        for source in c.get("envFrom") or []:
-            if ((source or {}).get("configMapRef") or {}).get("name") == config_map:
-                ways.add("envFrom")
-        for mount in c.get("volumeMounts") or []:
-            if isinstance(mount, dict) and mount.get("name") in volumes:
-                ways.add("subPath" if mount.get("subPath") else "volume")
+        ways |= _env_ways(c, config_map, key)
+        ways |= _mount_ways(c, volumes)
     if volumes and not ways:
         ways.add("volume")
     for way in ("env", "envFrom", "subPath", "volume"):
         if way in ways:
             return way
     return None
+
+
+def _volumes_of(workload: KubeObject, config_map: str) -> set[str]:
+    """The names of the pod's volumes that hold `config_map`."""
+    pod = pod_spec_of(workload.body)
+    return {
+        str(v.get("name"))
+        for v in pod.get("volumes") or []
+        if isinstance(v, dict) and (v.get("configMap") or {}).get("name") == config_map
+    }
+
+
+def _env_ways(c: JsonObject, config_map: str, key: str | None) -> set[str]:
+    """How a container reads `key` (any key when None) into its environment."""
+    ways = set()
+    for env in c.get("env") or []:
+        ref = ((env or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
+        if ref.get("name") == config_map and (key is None or ref.get("key") == key):
+            ways.add("env")
+    for source in c.get("envFrom") or []:
+        if ((source or {}).get("configMapRef") or {}).get("name") == config_map:
+            ways.add("envFrom")
+    return ways
+
+
+def _mount_ways(c: JsonObject, volumes: set[str]) -> set[str]:
+    """How a container mounts one of `volumes`: a single file (`subPath`) or whole."""
+    ways = set()
+    for mount in c.get("volumeMounts") or []:
+        if isinstance(mount, dict) and mount.get("name") in volumes:
+            ways.add("subPath" if mount.get("subPath") else "volume")
+    return ways
 
 
 def is_flag(subject: Subject, value: str | None) -> bool:
@@ -113,7 +133,23 @@ def config_options(ctx: Context, subject: Subject) -> Options:
         return _missing(ctx, subject)
     if field.aspect is not Aspect.CONFIG_KEY or field.key is None:
         return NOTHING
-    key = field.key
+    at = _key_at(ctx, subject, config_map, field.key)
+    return NOTHING + _recorded(ctx, subject, suspect, at) + _corrected(ctx, subject, at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _KeyAt:
+    """The suspect key of a ConfigMap, its live value, and who reads it when."""
+
+    config_map: KubeObject
+    key: str
+    live: Any
+    flag: bool
+    at_start: list[KubeObject]
+    live_readers: list[KubeObject]
+
+
+def _key_at(ctx: Context, subject: Subject, config_map: KubeObject, key: str) -> _KeyAt:
     data = config_map.body.get("data") or {}
     live = data.get(key)
     flag = is_flag(subject, live)
@@ -121,6 +157,20 @@ def config_options(ctx: Context, subject: Subject) -> Options:
     # A flag file mounted whole is re-read live; anything else is read when a container starts.
     live_readers = [r.workload for r in found if flag and not r.at_start]
     at_start = [r.workload for r in found if r.workload not in live_readers]
+    return _KeyAt(
+        config_map=config_map,
+        key=key,
+        live=live,
+        flag=flag,
+        at_start=at_start,
+        live_readers=live_readers,
+    )
+
+
+def _recorded(ctx: Context, subject: Subject, suspect: Suspect, at: _KeyAt) -> Options:
+    """The key's recorded value put back, or — when it is back already — the readers that
+    still hold the old one restarted."""
+    key = at.key
 
     def from_journal(body: JsonObject) -> Any:
         known = body.get("data")
@@ -130,39 +180,44 @@ def config_options(ctx: Context, subject: Subject) -> Options:
         return None if value is None else str(value)
 
     def from_text(text: str) -> Any:
-        if flag:
-            return _flag_restored(suspect.reason, live, text)
+        if at.flag:
+            return _flag_restored(suspect.reason, at.live, text)
         return text
 
-    options = NOTHING
     # A secret is never restored from a record, whatever the record holds.
     known = None if looks_secret(key) else was(ctx, suspect, from_journal, from_text=from_text)
-    if known is not None and known.value != live:
-        options += _drafts(
+    if known is None:
+        return NOTHING
+    if known.value != at.live:
+        return _drafts(
             ctx,
             subject,
-            restore=SetConfigMapKeys(target=config_map.ref, values={key: known.value}),
-            at_start=at_start,
-            live_readers=live_readers,
+            restore=SetConfigMapKeys(target=at.config_map.ref, values={key: known.value}),
+            at_start=at.at_start,
+            live_readers=at.live_readers,
             tier=Tier.RESTORE,
             why=f"{key} was {short(known.value)} according to {known.source}",
             grounding=known.grounding,
         )
-    elif known is not None:
-        options += _stale(ctx, subject, config_map, key, at_start)
-    if isinstance(live, str):
-        fix = correct(live, ctx.services())
-        if fix is not None:
-            options += _drafts(
-                ctx,
-                subject,
-                restore=SetConfigMapKeys(target=config_map.ref, values={key: fix.value}),
-                at_start=at_start,
-                live_readers=live_readers,
-                tier=Tier.DERIVED,
-                why=f"{fix.why}, so {key} should be {fix.value!r}",
-            )
-    return options
+    return _stale(ctx, subject, at.config_map, key, at.at_start)
+
+
+def _corrected(ctx: Context, subject: Subject, at: _KeyAt) -> Options:
+    """The live value as an address of a Service that exists, when it names none."""
+    if not isinstance(at.live, str):
+        return NOTHING
+    fix = correct(at.live, ctx.services())
+    if fix is None:
+        return NOTHING
+    return _drafts(
+        ctx,
+        subject,
+        restore=SetConfigMapKeys(target=at.config_map.ref, values={at.key: fix.value}),
+        at_start=at.at_start,
+        live_readers=at.live_readers,
+        tier=Tier.DERIVED,
+        why=f"{fix.why}, so {at.key} should be {fix.value!r}",
+    )
 
 
 def _stale(

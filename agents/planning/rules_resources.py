@@ -10,13 +10,15 @@ previous revision as the alternative.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agents.actions import SetResources, SetScheduling
 from agents.kubeparse import quantity_bytes, quantity_millis
-from agents.model import JsonObject, KubeObject
+from agents.model import JsonObject, KubeObject, NodeInfo
 from agents.planning.context import Context, pod_spec_of
-from agents.planning.drafts import NOTHING, Draft, Options, Tier
+from agents.planning.drafts import NOTHING, Draft, Options, Tier, Was
 from agents.planning.paths import (
     Aspect,
     cpu_quantity,
@@ -50,59 +52,105 @@ def limit_options(ctx: Context, subject: Subject, workload: KubeObject) -> Optio
     name = container_name(workload, field, suspect)
     resources = (container_of(workload.body, name) or {}).get("resources") or {}
     live_text = (resources.get("limits") or {}).get(resource)
-    live = units(live_text) if live_text is not None else 0
     request_text = (resources.get("requests") or {}).get(resource)
-    request = units(request_text) if request_text is not None else 0
-    cap = _max_allocatable(ctx, resource)
+    limit = _Limit(
+        workload=workload,
+        container=name,
+        resource=resource,
+        live_text=live_text,
+        live=units(live_text) if live_text is not None else 0,
+        request=units(request_text) if request_text is not None else 0,
+        cap=_max_allocatable(ctx, resource),
+    )
+    known = was(ctx, suspect, _limit_from_journal(limit), from_text=_limit_from_text(limit))
+    drafts = [*_restored_limit(subject, limit, known), *_derived_limit(ctx, subject, limit, known)]
+    return Options(drafts=tuple(drafts))
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Limit:
+    """One container's limit of one resource, as it is now."""
+
+    workload: KubeObject
+    container: str
+    resource: str  # "memory" | "cpu"
+    live_text: Any
+    live: int
+    request: int
+    cap: int | None  # the largest ready node's allocatable, when known
+
+    def units(self, text: Any) -> int:
+        return quantity_bytes(text) if self.resource == "memory" else quantity_millis(text)
+
+
+def _limit_from_journal(limit: _Limit) -> Callable[[JsonObject], Any]:
     def from_journal(body: JsonObject) -> Any:
-        c = container_of(body, name)
-        value = ((c or {}).get("resources") or {}).get("limits", {}).get(resource)
+        c = container_of(body, limit.container)
+        value = ((c or {}).get("resources") or {}).get("limits", {}).get(limit.resource)
         return str(value) if value is not None else UNKNOWN
 
-    def from_text(text: str) -> Any:
-        if resource == "memory" and text.strip().isdigit():
-            return memory_quantity(int(text))  # the diagnosis records bytes
-        return text if units(text) > 0 else UNKNOWN
+    return from_journal
 
-    known = was(ctx, suspect, from_journal, from_text=from_text)
-    drafts: list[Draft] = []
-    if (
-        known is not None
-        and units(known.value) > live
-        and (cap is None or units(known.value) <= cap)
-    ):
-        drafts.append(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(
-                    SetResources(
-                        target=workload.ref, container=name, limits={resource: str(known.value)}
-                    ),
+
+def _limit_from_text(limit: _Limit) -> Callable[[str], Any]:
+    def from_text(text: str) -> Any:
+        if limit.resource == "memory" and text.strip().isdigit():
+            return memory_quantity(int(text))  # the diagnosis records bytes
+        return text if limit.units(text) > 0 else UNKNOWN
+
+    return from_text
+
+
+def _restored_limit(subject: Subject, limit: _Limit, known: Was | None) -> list[Draft]:
+    """The recorded limit put back, when it is higher than now and fits on a node."""
+    if known is None or limit.units(known.value) <= limit.live:
+        return []
+    if limit.cap is not None and limit.units(known.value) > limit.cap:
+        return []
+    resource, name = limit.resource, limit.container
+    return [
+        Draft(
+            tier=Tier.RESTORE,
+            actions=(
+                SetResources(
+                    target=limit.workload.ref, container=name, limits={resource: str(known.value)}
                 ),
-                rationale=f"{subject.statement()}. The {resource} limit of {name} was "
-                f"{known.value} according to {known.source}; this raises it back from "
-                f"{live_text}.",
-                grounding=known.grounding,
-            )
+            ),
+            rationale=f"{subject.statement()}. The {resource} limit of {name} was "
+            f"{known.value} according to {known.source}; this raises it back from "
+            f"{limit.live_text}.",
+            grounding=known.grounding,
         )
+    ]
+
+
+def _derived_limit(ctx: Context, subject: Subject, limit: _Limit, known: Was | None) -> list[Draft]:
+    """A limit above what the container uses, unless it is the recorded one again."""
     derived = _raised_limit(
-        ctx, workload, container=name, resource=resource, live=live, request=request, cap=cap
+        ctx,
+        limit.workload,
+        container=limit.container,
+        resource=limit.resource,
+        live=limit.live,
+        request=limit.request,
+        cap=limit.cap,
     )
-    if derived is not None and live:
-        new, why = derived
-        if known is None or units(known.value) != units(new):
-            drafts.append(
-                Draft(
-                    tier=Tier.DERIVED,
-                    actions=(
-                        SetResources(target=workload.ref, container=name, limits={resource: new}),
-                    ),
-                    rationale=f"{subject.statement()}. This raises limits.{resource} of {name} "
-                    f"from {live_text} to {new} ({why}).",
-                )
-            )
-    return Options(drafts=tuple(drafts))
+    if derived is None or not limit.live:
+        return []
+    new, why = derived
+    if known is not None and limit.units(known.value) == limit.units(new):
+        return []
+    resource, name = limit.resource, limit.container
+    return [
+        Draft(
+            tier=Tier.DERIVED,
+            actions=(
+                SetResources(target=limit.workload.ref, container=name, limits={resource: new}),
+            ),
+            rationale=f"{subject.statement()}. This raises limits.{resource} of {name} "
+            f"from {limit.live_text} to {new} ({why}).",
+        )
+    ]
 
 
 def _raised_limit(
@@ -190,64 +238,108 @@ def scheduling_options(ctx: Context, subject: Subject, workload: KubeObject) -> 
     assert suspect is not None and field is not None
     key, keyword = _SCHEDULING[field.aspect]
     empty: Any = [] if key == "tolerations" else {}
-    live = pod_spec_of(workload.body).get(key) or empty
+    constraint = _Constraint(
+        workload=workload,
+        key=key,
+        keyword=keyword,
+        empty=empty,
+        live=pod_spec_of(workload.body).get(key) or empty,
+    )
+    known = was(ctx, suspect, constraint.from_journal, from_text=constraint.from_text)
+    drafts = [
+        *_restored_constraint(subject, constraint, known),
+        *_relaxed_constraint(ctx, subject, constraint, known),
+        *_previous_template(ctx, subject, workload),
+    ]
+    return Options(drafts=tuple(drafts))
 
-    def from_journal(body: JsonObject) -> Any:
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Constraint:
+    """One scheduling constraint of a workload's pod template, as it is now."""
+
+    workload: KubeObject
+    key: str  # the pod spec's field: nodeSelector, tolerations, affinity
+    keyword: str  # the matching argument of SetScheduling
+    empty: Any  # the field unset: [] for tolerations, else {}
+    live: Any
+
+    def from_journal(self, body: JsonObject) -> Any:
         spec = pod_spec_of(body)
-        return (spec.get(key) or empty) if spec else UNKNOWN
+        return (spec.get(self.key) or self.empty) if spec else UNKNOWN
 
-    def from_text(text: str) -> Any:
+    def from_text(self, text: str) -> Any:
         value = literal(text)
-        if not isinstance(value, type(empty)):
+        if not isinstance(value, type(self.empty)):
             return UNKNOWN
         if isinstance(value, list) and not all(isinstance(t, dict) for t in value):
             return UNKNOWN  # the diagnosis shows tolerations as "key=value:Effect" text
         return value
 
-    def action(value: Any) -> SetScheduling:
-        if keyword == "node_selector":
-            return SetScheduling(target=workload.ref, node_selector=dict(value))
-        if keyword == "tolerations":
-            return SetScheduling(target=workload.ref, tolerations=tuple(dict(t) for t in value))
-        return SetScheduling(target=workload.ref, affinity=dict(value))
+    def action(self, value: Any) -> SetScheduling:
+        if self.keyword == "node_selector":
+            return SetScheduling(target=self.workload.ref, node_selector=dict(value))
+        if self.keyword == "tolerations":
+            return SetScheduling(
+                target=self.workload.ref, tolerations=tuple(dict(t) for t in value)
+            )
+        return SetScheduling(target=self.workload.ref, affinity=dict(value))
 
-    drafts: list[Draft] = []
-    known = was(ctx, suspect, from_journal, from_text=from_text)
-    if known is not None and known.value != live:
-        shown = short(known.value) if known.value else f"no {key}"
-        drafts.append(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(action(known.value),),
-                rationale=f"{subject.statement()}. Its pods had {shown} according to "
-                f"{known.source}; this puts that back so the scheduler can place them.",
-                grounding=known.grounding,
-            )
+
+def _restored_constraint(
+    subject: Subject, constraint: _Constraint, known: Was | None
+) -> list[Draft]:
+    """The recorded constraint put back, when it differs from the live one."""
+    if known is None or known.value == constraint.live:
+        return []
+    shown = short(known.value) if known.value else f"no {constraint.key}"
+    return [
+        Draft(
+            tier=Tier.RESTORE,
+            actions=(constraint.action(known.value),),
+            rationale=f"{subject.statement()}. Its pods had {shown} according to "
+            f"{known.source}; this puts that back so the scheduler can place them.",
+            grounding=known.grounding,
         )
+    ]
+
+
+def _relaxed_constraint(
+    ctx: Context, subject: Subject, constraint: _Constraint, known: Was | None
+) -> list[Draft]:
+    """The constraint cut to what some ready node satisfies: the satisfiable part of a node
+    selector, or no affinity at all (tolerations get no derived fix)."""
+    key, live = constraint.key, constraint.live
     derived = (
-        _satisfiable(ctx, live) if key == "nodeSelector" else (empty if key == "affinity" else None)
+        _satisfiable(ctx, live)
+        if key == "nodeSelector"
+        else (constraint.empty if key == "affinity" else None)
     )
-    if derived is not None and derived != live and (known is None or derived != known.value):
-        shown = f"nodeSelector {short(derived)}" if derived else f"no {key}"
-        drafts.append(
-            Draft(
-                tier=Tier.DERIVED,
-                actions=(action(derived),),
-                rationale=f"{subject.statement()}. No ready node satisfies it; this leaves "
-                f"{shown}, which {'some node satisfies' if derived else 'any node satisfies'}.",
-            )
+    if derived is None or derived == live or (known is not None and derived == known.value):
+        return []
+    shown = f"nodeSelector {short(derived)}" if derived else f"no {key}"
+    return [
+        Draft(
+            tier=Tier.DERIVED,
+            actions=(constraint.action(derived),),
+            rationale=f"{subject.statement()}. No ready node satisfies it; this leaves "
+            f"{shown}, which {'some node satisfies' if derived else 'any node satisfies'}.",
         )
+    ]
+
+
+def _previous_template(ctx: Context, subject: Subject, workload: KubeObject) -> list[Draft]:
     revision = rollback_target(ctx, workload)
-    if revision is not None:
-        drafts.append(
-            Draft(
-                tier=Tier.DERIVED,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
-                "template from before that change, scheduling constraints included.",
-            )
+    if revision is None:
+        return []
+    return [
+        Draft(
+            tier=Tier.DERIVED,
+            actions=(rollback(ctx, workload, revision),),
+            rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+            "template from before that change, scheduling constraints included.",
         )
-    return Options(drafts=tuple(drafts))
+    ]
 
 
 def _satisfiable(ctx: Context, selector: dict[str, str]) -> dict[str, str] | None:
@@ -256,9 +348,14 @@ def _satisfiable(ctx: Context, selector: dict[str, str]) -> dict[str, str] | Non
     nodes = [n for n in ctx.nodes() if n.ready and not n.unschedulable]
     if not nodes or not selector:
         return None
-    if any(all(n.labels.get(k) == v for k, v in selector.items()) for n in nodes):
+    if _satisfied(nodes, selector):
         return None
     kept = {k: v for k, v in selector.items() if any(n.labels.get(k) == v for n in nodes)}
-    if kept and any(all(n.labels.get(k) == v for k, v in kept.items()) for n in nodes):
+    if kept and _satisfied(nodes, kept):
         return kept
     return {}
+
+
+def _satisfied(nodes: list[NodeInfo], selector: dict[str, str]) -> bool:
+    """Some node has every label of `selector`."""
+    return any(all(n.labels.get(k) == v for k, v in selector.items()) for n in nodes)

@@ -16,7 +16,7 @@ from agents.diagnosis.changes import is_controller
 from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.diagnosis.state import CONFIG_REASONS, CRASH_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
-from agents.model import KubeObject, PodState
+from agents.model import JsonObject, KubeObject, PodState
 from agents.planning.context import Context, containers, pod_spec_of
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.rollback import rollback, rollback_target, template_changed
@@ -184,18 +184,25 @@ def consumed_config_maps(workload: KubeObject) -> set[str]:
     """ConfigMaps a workload reads: env references, envFrom, volumes."""
     names: set[str] = set()
     for c in containers(workload.body):
-        for env in c.get("env") or []:
-            ref = ((env if isinstance(env, dict) else {}).get("valueFrom") or {}).get(
-                "configMapKeyRef"
-            ) or {}
-            if ref.get("name"):
-                names.add(str(ref["name"]))
-        for source in c.get("envFrom") or []:
-            ref = (source if isinstance(source, dict) else {}).get("configMapRef") or {}
-            if ref.get("name"):
-                names.add(str(ref["name"]))
+        names |= _env_config_maps(c)
     for volume in pod_spec_of(workload.body).get("volumes") or []:
         ref = (volume if isinstance(volume, dict) else {}).get("configMap") or {}
+        if ref.get("name"):
+            names.add(str(ref["name"]))
+    return names
+
+
+def _env_config_maps(c: JsonObject) -> set[str]:
+    """ConfigMaps a container reads into its environment: a key (`env`) or whole (`envFrom`)."""
+    names: set[str] = set()
+    for env in c.get("env") or []:
+        ref = ((env if isinstance(env, dict) else {}).get("valueFrom") or {}).get(
+            "configMapKeyRef"
+        ) or {}
+        if ref.get("name"):
+            names.add(str(ref["name"]))
+    for source in c.get("envFrom") or []:
+        ref = (source if isinstance(source, dict) else {}).get("configMapRef") or {}
         if ref.get("name"):
             names.add(str(ref["name"]))
     return names

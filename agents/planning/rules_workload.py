@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from agents.actions import MergePatch, ScaleWorkload, SetContainerEnv, SetImage
+from agents.diagnosis.suspect import Suspect
 from agents.model import JsonObject, KubeObject
 from agents.planning.addresses import correct
 from agents.planning.context import Context, containers
@@ -264,72 +266,116 @@ def _container_patch(
 def env_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     suspect, field = subject.suspect, subject.field
     assert suspect is not None and field is not None
-    name = container_name(workload, field, suspect)
+    var = _suspect_variable(workload, container_name(workload, field, suspect), field.key)
+    drafts: list[Draft] = []
+    if var is not None:
+        drafts += _restored_env(ctx, subject, suspect, var)
+    drafts += _rolled_back_env(ctx, subject, workload)
+    if var is not None:
+        drafts += _corrected_env(ctx, subject, var)
+    return Options(drafts=tuple(drafts))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EnvVar:
+    """The suspect variable of one container, as it is now."""
+
+    workload: KubeObject
+    container: str
+    variable: str
+    live_item: dict[str, Any] | None  # its entry in the container's env, if any
+    live_value: Any
+
+
+def _suspect_variable(workload: KubeObject, name: str, key: str | None) -> _EnvVar | None:
+    """The variable the field key names — by name, or by its index in the container's env
+    list — as it is now; None when the key names none."""
     env = [
         e for e in (container_of(workload.body, name) or {}).get("env") or [] if isinstance(e, dict)
     ]
-    variable = field.key
+    variable = key
     if variable is not None and variable.isdigit():
         index = int(variable)
         variable = str(env[index].get("name")) if index < len(env) else None
+    if variable is None:
+        return None
     live_item = next((e for e in env if e.get("name") == variable), None)
-    live_value = live_item.get("value") if live_item else None
-    drafts: list[Draft] = []
-    if variable is not None:
+    return _EnvVar(
+        workload=workload,
+        container=name,
+        variable=variable,
+        live_item=live_item,
+        live_value=live_item.get("value") if live_item else None,
+    )
 
-        def from_journal(body: JsonObject) -> Any:
-            c = container_of(body, name)
-            if c is None:
-                return UNKNOWN
-            item = next((e for e in c.get("env") or [] if e.get("name") == variable), None)
-            if item is None:
-                return None
-            return str(item["value"]) if "value" in item else UNKNOWN
 
-        def from_text(text: str) -> Any:
-            return text
+def _restored_env(ctx: Context, subject: Subject, suspect: Suspect, var: _EnvVar) -> list[Draft]:
+    """The variable's recorded value (or its absence) set back, when it differs from now."""
+    name, variable = var.container, var.variable
 
-        # A secret is never restored from a record, whatever the record holds.
-        secret = looks_secret(variable)
-        known = None if secret else was(ctx, suspect, from_journal, from_text=from_text)
-        if known is not None and (known.value != live_value or live_item is None):
-            shown = "unset" if known.value is None else short(known.value)
-            drafts.append(
-                Draft(
-                    tier=Tier.RESTORE,
-                    actions=(
-                        SetContainerEnv(
-                            target=workload.ref, container=name, env={variable: known.value}
-                        ),
-                    ),
-                    rationale=f"{subject.statement()}. {variable} was {shown} according to "
-                    f"{known.source}; this sets it back (the rollout restarts the pods).",
-                    grounding=known.grounding,
-                )
-            )
-    revision = rollback_target(ctx, workload)
-    if revision is not None and template_changed(ctx, workload):
-        drafts.append(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
-                "template from before that change, env included.",
-            )
+    def from_journal(body: JsonObject) -> Any:
+        c = container_of(body, name)
+        if c is None:
+            return UNKNOWN
+        item = next((e for e in c.get("env") or [] if e.get("name") == variable), None)
+        if item is None:
+            return None
+        return str(item["value"]) if "value" in item else UNKNOWN
+
+    def from_text(text: str) -> Any:
+        return text
+
+    # A secret is never restored from a record, whatever the record holds.
+    secret = looks_secret(variable)
+    known = None if secret else was(ctx, suspect, from_journal, from_text=from_text)
+    if known is None or (known.value == var.live_value and var.live_item is not None):
+        return []
+    shown = "unset" if known.value is None else short(known.value)
+    return [
+        Draft(
+            tier=Tier.RESTORE,
+            actions=(
+                SetContainerEnv(
+                    target=var.workload.ref, container=name, env={variable: known.value}
+                ),
+            ),
+            rationale=f"{subject.statement()}. {variable} was {shown} according to "
+            f"{known.source}; this sets it back (the rollout restarts the pods).",
+            grounding=known.grounding,
         )
-    if variable is not None and isinstance(live_value, str):
-        fix = correct(live_value, ctx.services())
-        if fix is not None:
-            drafts.append(
-                Draft(
-                    tier=Tier.DERIVED,
-                    actions=(
-                        SetContainerEnv(
-                            target=workload.ref, container=name, env={variable: fix.value}
-                        ),
-                    ),
-                    rationale=f"{subject.statement()}. {fix.why}: this sets {variable} to "
-                    f"{fix.value!r}.",
-                )
-            )
-    return Options(drafts=tuple(drafts))
+    ]
+
+
+def _rolled_back_env(ctx: Context, subject: Subject, workload: KubeObject) -> list[Draft]:
+    revision = rollback_target(ctx, workload)
+    if revision is None or not template_changed(ctx, workload):
+        return []
+    return [
+        Draft(
+            tier=Tier.RESTORE,
+            actions=(rollback(ctx, workload, revision),),
+            rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+            "template from before that change, env included.",
+        )
+    ]
+
+
+def _corrected_env(ctx: Context, subject: Subject, var: _EnvVar) -> list[Draft]:
+    """The live value as an address of a Service that exists, when it names none."""
+    if not isinstance(var.live_value, str):
+        return []
+    fix = correct(var.live_value, ctx.services())
+    if fix is None:
+        return []
+    return [
+        Draft(
+            tier=Tier.DERIVED,
+            actions=(
+                SetContainerEnv(
+                    target=var.workload.ref, container=var.container, env={var.variable: fix.value}
+                ),
+            ),
+            rationale=f"{subject.statement()}. {fix.why}: this sets {var.variable} to "
+            f"{fix.value!r}.",
+        )
+    ]

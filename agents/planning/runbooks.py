@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from agents.model import Diagnosis, Hypothesis, KubeObject
 from agents.planning.context import Context, containers
@@ -62,27 +63,39 @@ def _clients(ctx: Context, service: str) -> list[tuple[str, str | None]]:
     for workload in ctx.workloads():
         if workload.name == service:
             continue
-        names_it = False
-        user: str | None = None
-        for c in containers(workload.body):
-            for env in c.get("env") or []:
-                if not isinstance(env, dict):
-                    continue
-                value = env.get("value")
-                ref = (env.get("valueFrom") or {}).get("configMapKeyRef") or {}
-                if ref.get("name"):
-                    cm = ctx.get("ConfigMap", str(ref["name"]))
-                    value = ((cm.body.get("data") or {}) if cm else {}).get(str(ref.get("key")))
-                if not isinstance(value, str):
-                    continue
-                if re.search(rf"(^|[/@:.]){re.escape(service)}([:./]|$)", value):
-                    names_it = True
-                name = str(env.get("name", ""))
-                if "USER" in name.upper() and not looks_secret(name) and not hides_secret(value):
-                    user = value
+        names_it, user = _client_settings(ctx, workload, service)
         if names_it:
             found.append((workload.name, user))
     return found
+
+
+def _client_settings(ctx: Context, workload: KubeObject, service: str) -> tuple[bool, str | None]:
+    """Whether any env var of the workload names `service`, and the (last) user it presents."""
+    names_it = False
+    user: str | None = None
+    for c in containers(workload.body):
+        for env in c.get("env") or []:
+            if not isinstance(env, dict):
+                continue
+            value = _env_value(ctx, env)
+            if not isinstance(value, str):
+                continue
+            if re.search(rf"(^|[/@:.]){re.escape(service)}([:./]|$)", value):
+                names_it = True
+            name = str(env.get("name", ""))
+            if "USER" in name.upper() and not looks_secret(name) and not hides_secret(value):
+                user = value
+    return names_it, user
+
+
+def _env_value(ctx: Context, env: dict[str, Any]) -> Any:
+    """An env var's value: its literal, or the ConfigMap key it refers to."""
+    value = env.get("value")
+    ref = (env.get("valueFrom") or {}).get("configMapKeyRef") or {}
+    if ref.get("name"):
+        cm = ctx.get("ConfigMap", str(ref["name"]))
+        value = ((cm.body.get("data") or {}) if cm else {}).get(str(ref.get("key")))
+    return value
 
 
 def authentication(ctx: Context, subject: Subject) -> Escalation:
