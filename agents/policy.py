@@ -201,55 +201,70 @@ def _rename(policy: NamespacePolicy, namespace: str) -> NamespacePolicy:
 
 
 def _merge(base: NamespacePolicy, section: _Section, namespace: str) -> NamespacePolicy:
-    approvers = dict(base.approvers)
-    if section.approvers is not None:
-        for risk in Risk:
-            chosen = getattr(section.approvers, risk.value)
-            if chosen is not None:
-                approvers[risk] = chosen
-    limits = base.limits
-    if (
-        section.max_actions is not None
-        or section.deadline is not None
-        or section.sustain is not None
-    ):
-        limits = replace(
-            limits,
-            max_actions=section.max_actions or limits.max_actions,
-            deadline_s=section.deadline or limits.deadline_s,
-            sustain_s=section.sustain or limits.sustain_s,
-        )
-    slo = base.slo
-    if section.slo is not None:
-        slo = Slo(
-            error_ratio=section.slo.error_ratio or slo.error_ratio,
-            latency_p99_ms=section.slo.latency_p99_ms or slo.latency_p99_ms,
-            min_request_rate=slo.min_request_rate,
-        )
-    weights = base.weights
-    if section.weights is not None:
-        given = {k: v for k, v in section.weights.model_dump().items() if v is not None}
-        weights = SeverityWeights(**{**_weights_dict(base.weights), **given})
-    bounds = Bounds(
-        max_replicas=section.max_replicas or base.bounds.max_replicas,
-        scale_factor=section.scale_factor or base.bounds.scale_factor,
-        image_registries=(
-            section.image_registries
-            if section.image_registries is not None
-            else base.bounds.image_registries
-        ),
-    )
     return NamespacePolicy(
         namespace=namespace,
-        bounds=bounds,
+        bounds=_merge_bounds(base.bounds, section),
         autonomy=section.autonomy or base.autonomy,
-        approvers=approvers,
+        approvers=_merge_approvers(base.approvers, section.approvers),
         two_person_rule=section.two_person_rule or base.two_person_rule,
         approval_ttl_s=section.approval_ttl or base.approval_ttl_s,
         attempts=section.attempts or base.attempts,
-        limits=limits,
-        slo=slo,
-        weights=weights,
+        limits=_merge_limits(base.limits, section),
+        slo=_merge_slo(base.slo, section.slo),
+        weights=_merge_weights(base.weights, section.weights),
+    )
+
+
+def _merge_approvers(
+    base: Mapping[Risk, tuple[str, ...]], given: _Approvers | None
+) -> dict[Risk, tuple[str, ...]]:
+    """Per risk tier: a tier the section names replaces the base's list for that tier."""
+    approvers = dict(base)
+    if given is not None:
+        for risk in Risk:
+            chosen = getattr(given, risk.value)
+            if chosen is not None:
+                approvers[risk] = chosen
+    return approvers
+
+
+def _merge_limits(base: TnrLimits, section: _Section) -> TnrLimits:
+    if section.max_actions is None and section.deadline is None and section.sustain is None:
+        return base
+    return replace(
+        base,
+        max_actions=section.max_actions or base.max_actions,
+        deadline_s=section.deadline or base.deadline_s,
+        sustain_s=section.sustain or base.sustain_s,
+    )
+
+
+def _merge_slo(base: Slo, given: _Slo | None) -> Slo:
+    if given is None:
+        return base
+    return Slo(
+        error_ratio=given.error_ratio or base.error_ratio,
+        latency_p99_ms=given.latency_p99_ms or base.latency_p99_ms,
+        min_request_rate=base.min_request_rate,
+    )
+
+
+def _merge_weights(base: SeverityWeights, given: _Weights | None) -> SeverityWeights:
+    if given is None:
+        return base
+    named = {k: v for k, v in given.model_dump().items() if v is not None}
+    return SeverityWeights(**{**_weights_dict(base), **named})
+
+
+def _merge_bounds(base: Bounds, section: _Section) -> Bounds:
+    return Bounds(
+        max_replicas=section.max_replicas or base.max_replicas,
+        scale_factor=section.scale_factor or base.scale_factor,
+        image_registries=(
+            section.image_registries
+            if section.image_registries is not None
+            else base.image_registries
+        ),
     )
 
 

@@ -124,6 +124,35 @@ def latency_tier(p99_ms: float, slo: Slo) -> int:
     return 1 + sum(1 for m in LATENCY_TIERS if p99_ms > m * slo.latency_p99_ms)
 
 
+@dataclass(slots=True)
+class _Tally:
+    """The terms of one measurement as `SeverityMeter.measure` adds them up, in the order
+    their findings are reported."""
+
+    findings: list[str] = field(default_factory=list)
+    per_service: dict[str, float] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+    alerts: float = 0.0
+    slo: float = 0.0
+    capacity: float = 0.0
+    troubled: set[str] = field(default_factory=set)
+
+    def add_service(self, name: str, score: float) -> None:
+        self.per_service[name] = self.per_service.get(name, 0.0) + score
+
+    def severity(self) -> Severity:
+        return Severity(
+            trouble=frozenset(self.troubled | set(self.per_service)),
+            mu=round(self.alerts + self.slo + self.capacity, 3),
+            alerts=self.alerts,
+            slo=self.slo,
+            capacity=self.capacity,
+            findings=tuple(self.findings),
+            per_service=self.per_service,
+            unknown=tuple(self.unknown),
+        )
+
+
 class SeverityMeter:
     def __init__(
         self,
@@ -159,95 +188,103 @@ class SeverityMeter:
         the transaction). Alert rules smooth over windows and have `for:` delays, so alerts
         about a fault keep starting — and keep firing — minutes after the fact; the SLO and
         capacity terms, measured over the window, say how the scope is doing now."""
-        w = self._weights
-        findings: list[str] = []
-        per_service: dict[str, float] = {}
-        unknown: list[str] = []
-        alerts = slo_term = capacity = 0.0
-        troubled: set[str] = set()
-
+        tally = _Tally()
         if self._metrics is not None:
-            try:
-                firing: Sequence[Alert] = self._metrics.firing_alerts(scope.namespace)
-            except MetricsError as e:
-                logger.warning("severity of %s without alerts: %s", scope.key, e)
-                unknown.append(UNKNOWN_ALERTS)
-                firing = ()
-            for alert in firing:
-                if alert.service:
-                    troubled.add(alert.service)
-                if alerts_since is not None and (
-                    alert.starts_at < alerts_since or alert.service in known_trouble
-                ):
-                    continue
-                weight = w.alert_critical if alert.severity == "critical" else w.alert_warning
-                alerts += weight
-                findings.append(f"alert {alert.name} firing ({alert.service or 'namespace'})")
-            try:
-                signals = self._metrics.golden_signals(
-                    scope.namespace, window_s=window_s or self._window_s
-                )
-            except MetricsError as e:
-                logger.warning("severity of %s without golden signals: %s", scope.key, e)
-                unknown.append(UNKNOWN_SIGNALS)
-                signals = {}
-            for name, s in sorted(signals.items()):
-                if s.request_rate < self._slo.min_request_rate:
-                    continue
-                e_tier = error_tier(s.error_ratio, self._slo)
-                l_tier = latency_tier(s.latency_p99_ms, self._slo)
-                score = e_tier * w.error_slo + l_tier * w.latency_slo
-                if e_tier:
-                    findings.append(
-                        f"{name}: error ratio {s.error_ratio:.0%} (SLO {self._slo.error_ratio:.0%})"
-                    )
-                if l_tier:
-                    findings.append(
-                        f"{name}: p99 latency {s.latency_p99_ms:.0f} ms "
-                        f"(SLO {self._slo.latency_p99_ms:.0f} ms)"
-                    )
-                if score:
-                    per_service[name] = per_service.get(name, 0.0) + score
-                    slo_term += score
+            self._count_alerts(
+                tally, self._metrics, scope, alerts_since=alerts_since, known_trouble=known_trouble
+            )
+            self._count_slos(tally, self._metrics, scope, window_s=window_s or self._window_s)
+        self._count_workloads(tally, scope)
+        self._count_unschedulable(tally, scope)
+        return tally.severity()
 
+    def _count_alerts(
+        self,
+        tally: _Tally,
+        metrics: MetricsSource,
+        scope: Scope,
+        *,
+        alerts_since: datetime | None,
+        known_trouble: frozenset[str],
+    ) -> None:
+        w = self._weights
+        try:
+            firing: Sequence[Alert] = metrics.firing_alerts(scope.namespace)
+        except MetricsError as e:
+            logger.warning("severity of %s without alerts: %s", scope.key, e)
+            tally.unknown.append(UNKNOWN_ALERTS)
+            firing = ()
+        for alert in firing:
+            if alert.service:
+                tally.troubled.add(alert.service)
+            if alerts_since is not None and (
+                alert.starts_at < alerts_since or alert.service in known_trouble
+            ):
+                continue
+            weight = w.alert_critical if alert.severity == "critical" else w.alert_warning
+            tally.alerts += weight
+            tally.findings.append(f"alert {alert.name} firing ({alert.service or 'namespace'})")
+
+    def _count_slos(
+        self, tally: _Tally, metrics: MetricsSource, scope: Scope, *, window_s: int
+    ) -> None:
+        w = self._weights
+        try:
+            signals = metrics.golden_signals(scope.namespace, window_s=window_s)
+        except MetricsError as e:
+            logger.warning("severity of %s without golden signals: %s", scope.key, e)
+            tally.unknown.append(UNKNOWN_SIGNALS)
+            signals = {}
+        for name, s in sorted(signals.items()):
+            if s.request_rate < self._slo.min_request_rate:
+                continue
+            e_tier = error_tier(s.error_ratio, self._slo)
+            l_tier = latency_tier(s.latency_p99_ms, self._slo)
+            score = e_tier * w.error_slo + l_tier * w.latency_slo
+            if e_tier:
+                tally.findings.append(
+                    f"{name}: error ratio {s.error_ratio:.0%} (SLO {self._slo.error_ratio:.0%})"
+                )
+            if l_tier:
+                tally.findings.append(
+                    f"{name}: p99 latency {s.latency_p99_ms:.0f} ms "
+                    f"(SLO {self._slo.latency_p99_ms:.0f} ms)"
+                )
+            if score:
+                tally.add_service(name, score)
+                tally.slo += score
+
+    def _count_workloads(self, tally: _Tally, scope: Scope) -> None:
+        w = self._weights
         try:
             workloads = self._reader.workloads(scope.namespace)
         except ClusterError as e:
             logger.warning("severity of %s without workloads: %s", scope.key, e)
-            unknown.append(UNKNOWN_WORKLOADS)
+            tally.unknown.append(UNKNOWN_WORKLOADS)
             workloads = ()
         for wl in workloads:
             lost = wl.lost_replicas
             if lost:
-                capacity += lost * w.lost_replica
-                per_service[wl.name] = per_service.get(wl.name, 0.0) + lost * w.lost_replica
-                findings.append(
+                tally.capacity += lost * w.lost_replica
+                tally.add_service(wl.name, lost * w.lost_replica)
+                tally.findings.append(
                     f"{wl.name}: {wl.available_replicas}/{wl.replicas} available, "
                     f"{wl.updated_replicas}/{wl.replicas} updated"
                 )
+
+    def _count_unschedulable(self, tally: _Tally, scope: Scope) -> None:
         try:
             # A cluster that did not answer for workloads is not asked again (each call can
             # block up to its deadline): the measurement is incomplete already.
-            pods = () if UNKNOWN_WORKLOADS in unknown else self._reader.pods(scope.namespace)
+            pods = () if UNKNOWN_WORKLOADS in tally.unknown else self._reader.pods(scope.namespace)
             pending = [p for p in pods if p.unschedulable_message]
         except ClusterError as e:
             logger.warning("severity of %s without pods: %s", scope.key, e)
-            unknown.append(UNKNOWN_PODS)
+            tally.unknown.append(UNKNOWN_PODS)
             pending = []
         if pending:
-            capacity += len(pending) * w.unschedulable_pod
-            findings.append(f"{len(pending)} pod(s) cannot be scheduled")
-
-        return Severity(
-            trouble=frozenset(troubled | set(per_service)),
-            mu=round(alerts + slo_term + capacity, 3),
-            alerts=alerts,
-            slo=slo_term,
-            capacity=capacity,
-            findings=tuple(findings),
-            per_service=per_service,
-            unknown=tuple(unknown),
-        )
+            tally.capacity += len(pending) * self._weights.unschedulable_pod
+            tally.findings.append(f"{len(pending)} pod(s) cannot be scheduled")
 
     def firing_alerts(self, namespace: str) -> tuple[Alert, ...] | None:
         """The alerts firing in `namespace` now; None when they cannot be read (unknown is

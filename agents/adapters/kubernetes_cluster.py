@@ -65,7 +65,33 @@ _JSON = "application/json"
 _NEVER_READ = frozenset({"Secret"})
 
 
+#: Statuses that map to one error type each; 410 and the transient ones carry more.
+_ERROR_OF_STATUS: Mapping[int, type[ClusterError]] = {
+    404: NotFound,
+    409: Conflict,
+    401: Forbidden,
+    403: Forbidden,
+    400: Invalid,
+    422: Invalid,
+}
+
+
 def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
+    message, retry_after = _status_message(reason, body)
+    text = f"{what}: {message}"
+    error = _ERROR_OF_STATUS.get(status)
+    if error is not None:
+        return error(text)
+    if status == 410:
+        return Expired(f"{text} (HTTP 410)")
+    if status == 429 or status >= 500:
+        return TransientError(text, retry_after_s=retry_after)
+    return ClusterError(f"{text} (HTTP {status})")
+
+
+def _status_message(reason: str, body: str) -> tuple[str, float]:
+    """The message of a Kubernetes `Status` body (else the HTTP reason, or the start of a body
+    that is not JSON) and its `details.retryAfterSeconds` (default 1s)."""
     message = reason
     retry_after = 1.0
     try:
@@ -77,20 +103,7 @@ def _translate(status: int, reason: str, body: str, what: str) -> ClusterError:
             retry_after = float(details["retryAfterSeconds"])
     except ValueError:
         message = body[:200] or reason
-    text = f"{what}: {message}"
-    if status == 404:
-        return NotFound(text)
-    if status == 409:
-        return Conflict(text)
-    if status in (401, 403):
-        return Forbidden(text)
-    if status in (400, 422):
-        return Invalid(text)
-    if status == 410:
-        return Expired(f"{text} (HTTP 410)")
-    if status == 429 or status >= 500:
-        return TransientError(text, retry_after_s=retry_after)
-    return ClusterError(f"{text} (HTTP {status})")
+    return message, retry_after
 
 
 def bounded(configuration: k8s.Configuration, deadline: CallDeadline) -> k8s.Configuration:

@@ -220,45 +220,10 @@ def _container_finding(
     restart_increase: Mapping[tuple[str, str], int],
     config: ScanConfig,
 ) -> Finding | None:
-    labels = {"pod": pod.name, "container": c.name}
     reason = c.reason or ""
-    detail = f": {redact_text(c.message)[:200]}" if c.message else ""
-    if c.state == "waiting" and reason in CRASH_REASONS:
-        if c.restart_count < config.crashloop_min_restarts:
-            return None  # one crash that may yet recover
-        return Finding(
-            name="ContainerCrashLooping",
-            namespace=namespace,
-            subject=subject,
-            severity="critical",
-            summary=f"{c.name} in {pod.name} is crash-looping ({c.restart_count} "
-            f"restart{'' if c.restart_count == 1 else 's'}, "
-            f"last exit {c.last_terminated_reason or c.last_exit_code or 'unknown'})",
-            for_s=config.waiting_for_s,
-            family=CLUSTER,
-            labels={**labels, "reason": reason},
-        )
-    if c.state == "waiting" and reason in PULL_REASONS:
-        return Finding(
-            name="ContainerImagePullFailing",
-            namespace=namespace,
-            subject=subject,
-            severity="critical",
-            summary=f"{c.name} in {pod.name} cannot pull {c.image} ({reason}){detail}",
-            for_s=config.waiting_for_s,
-            family=CLUSTER,
-            labels={**labels, "reason": reason},
-        )
-    if c.state == "waiting" and reason in CREATE_REASONS:
-        return Finding(
-            name="ContainerCreateFailing",
-            namespace=namespace,
-            subject=subject,
-            severity="critical",
-            summary=f"{c.name} in {pod.name} cannot start ({reason}){detail}",
-            for_s=config.waiting_for_s,
-            family=CLUSTER,
-            labels={**labels, "reason": reason},
+    if c.state == "waiting" and reason in _STUCK_REASONS:
+        return _waiting_finding(
+            c, reason, namespace=namespace, subject=subject, pod=pod, config=config
         )
     if (
         c.last_terminated_reason == "OOMKilled"
@@ -274,9 +239,52 @@ def _container_finding(
             f"restart{'' if c.restart_count == 1 else 's'})",
             for_s=0.0,
             family=CLUSTER,
-            labels={**labels, "reason": "OOMKilled"},
+            labels={"pod": pod.name, "container": c.name, "reason": "OOMKilled"},
         )
     return None
+
+
+#: Waiting reasons that mean the container cannot run (`_waiting_finding` names each).
+_STUCK_REASONS = CRASH_REASONS | PULL_REASONS | CREATE_REASONS
+
+
+def _waiting_finding(
+    c: ContainerState,
+    reason: str,
+    *,
+    namespace: str,
+    subject: str,
+    pod: PodState,
+    config: ScanConfig,
+) -> Finding | None:
+    """A container waiting for one of `_STUCK_REASONS`: crash-looping, failing to pull its
+    image or failing to start."""
+    detail = f": {redact_text(c.message)[:200]}" if c.message else ""
+    if reason in CRASH_REASONS:
+        if c.restart_count < config.crashloop_min_restarts:
+            return None  # one crash that may yet recover
+        name = "ContainerCrashLooping"
+        summary = (
+            f"{c.name} in {pod.name} is crash-looping ({c.restart_count} "
+            f"restart{'' if c.restart_count == 1 else 's'}, "
+            f"last exit {c.last_terminated_reason or c.last_exit_code or 'unknown'})"
+        )
+    elif reason in PULL_REASONS:
+        name = "ContainerImagePullFailing"
+        summary = f"{c.name} in {pod.name} cannot pull {c.image} ({reason}){detail}"
+    else:
+        name = "ContainerCreateFailing"
+        summary = f"{c.name} in {pod.name} cannot start ({reason}){detail}"
+    return Finding(
+        name=name,
+        namespace=namespace,
+        subject=subject,
+        severity="critical",
+        summary=summary,
+        for_s=config.waiting_for_s,
+        family=CLUSTER,
+        labels={"pod": pod.name, "container": c.name, "reason": reason},
+    )
 
 
 def _add(found: dict[tuple[str, str, str], Finding], finding: Finding) -> None:
@@ -336,6 +344,25 @@ def event_findings(
     serve, but the change someone rolled out is not running and never will be: a finding
     once the stall has held `rollout_stalled_for_s` (at once past the progress deadline)."""
     by_name = {wl.name: wl for wl in workloads}
+    found: dict[tuple[str, str, str], Finding] = {}
+    for subject, (what, message) in _refusals(events, workloads, now, config).items():
+        wl = by_name.get(subject)
+        if wl is None and workloads:
+            continue  # not one of the workloads read: nothing to say it is still short
+        finding = _failed_create_finding(namespace, subject, what, message, wl=wl, config=config)
+        if finding is not None:
+            _add(found, finding)
+    return list(found.values())
+
+
+def _refusals(
+    events: Iterable[EventRecord],
+    workloads: Sequence[WorkloadState],
+    now: datetime,
+    config: ScanConfig,
+) -> dict[str, tuple[str, str]]:
+    """Workload → (object, message) of the first refusal seen: recent FailedCreate Warning
+    events, then ReplicaFailure conditions."""
     window = timedelta(seconds=config.failed_create_window_s)
     refusals: dict[str, tuple[str, str]] = {}  # workload → (object, message)
     for event in events:
@@ -351,38 +378,48 @@ def event_findings(
                 state.name,
                 (f"{state.kind} {state.name}", "ReplicaFailure: its pods cannot be created"),
             )
-    found: dict[tuple[str, str, str], Finding] = {}
-    for subject, (what, message) in refusals.items():
-        wl = by_name.get(subject)
-        if wl is None and workloads:
-            continue  # not one of the workloads read: nothing to say it is still short
-        short = wl is None or wl.available_replicas < wl.replicas
-        stalled = wl is not None and rollout_stalled(wl)
-        if not (short or stalled):
-            continue  # it failed once, then the pods came up
-        quota = "exceeded quota" in message
-        past_deadline = wl is not None and wl.conditions.get("Progressing") == "False"
-        serving = not short and wl is not None
-        _add(
-            found,
-            Finding(
-                name="WorkloadFailedCreate",
-                namespace=namespace,
-                subject=subject,
-                severity="warning" if serving else "critical",
-                summary=f"{what} cannot create pods{' (quota)' if quota else ''}"
-                + (
-                    f"; the rollout is stalled at {wl.updated_replicas}/{wl.replicas} updated"
-                    if serving and wl is not None
-                    else ""
-                )
-                + f": {redact_text(message)[:200]}",
-                for_s=0.0 if short or past_deadline else config.rollout_stalled_for_s,
-                family=CLUSTER,
-                labels={"reason": "FailedCreate"},
-            ),
+    return refusals
+
+
+def _failed_create_finding(
+    namespace: str,
+    subject: str,
+    what: str,
+    message: str,
+    *,
+    wl: WorkloadState | None,
+    config: ScanConfig,
+) -> Finding | None:
+    """The finding for one refusal, or None when the workload is whole again."""
+    short = wl is None or wl.available_replicas < wl.replicas
+    stalled = wl is not None and rollout_stalled(wl)
+    if not (short or stalled):
+        return None  # it failed once, then the pods came up
+    past_deadline = wl is not None and wl.conditions.get("Progressing") == "False"
+    serving = wl if not short else None  # the old pods still serve; the rollout is stuck
+    return Finding(
+        name="WorkloadFailedCreate",
+        namespace=namespace,
+        subject=subject,
+        severity="warning" if serving is not None else "critical",
+        summary=_failed_create_summary(what, message, serving),
+        for_s=0.0 if short or past_deadline else config.rollout_stalled_for_s,
+        family=CLUSTER,
+        labels={"reason": "FailedCreate"},
+    )
+
+
+def _failed_create_summary(what: str, message: str, serving: WorkloadState | None) -> str:
+    quota = "exceeded quota" in message
+    return (
+        f"{what} cannot create pods{' (quota)' if quota else ''}"
+        + (
+            f"; the rollout is stalled at {serving.updated_replicas}/{serving.replicas} updated"
+            if serving is not None
+            else ""
         )
-    return list(found.values())
+        + f": {redact_text(message)[:200]}"
+    )
 
 
 # ---------------------------------------------------------------------------- SLO rules

@@ -26,7 +26,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from agents.detection.records import alert_from_row, incident_from_row
@@ -54,7 +54,7 @@ from agents.model import (
     TransactionId,
     TransactionStatus,
 )
-from agents.planning.plan import Attempt, CandidatePlan, Escalation, Plan, Planner
+from agents.planning.plan import Attempt, CandidatePlan, Escalation, Plan, Planner, Proposal
 from agents.policy import NamespacePolicy, Policy
 from agents.ports import Clock
 from agents.tnr import (
@@ -296,20 +296,7 @@ class IncidentMachine:
         policy = self.namespace_policy(incident)
         attempts = self.attempts(incident.id)
         ran = [a for a in attempts if a.outcome.kind is not OutcomeKind.REFUSED]
-        # Nothing to fix is the best plan: a scope that is healthy now (a fix that took effect
-        # after its sustain window, or a blip that passed) gets no further writes.
-        severity = self.engine.measure(incident.scope)
-        if severity.healthy:  # healthy implies a complete measurement
-            if ran:
-                text = "Healthy now (after the last transaction): nothing to change"
-            else:
-                # Transient: the symptoms cleared before any change, so no plan is made.
-                text = (
-                    "Transient: symptoms cleared before any change (μ was "
-                    f"{incident.mu0:g} at detection, now 0, fully measured: no firing alert "
-                    "in scope, SLOs met, no replica lost); no plan made"
-                )
-            self.move(incident, S.RESOLVED, text, mu=0.0)
+        if self._resolved_when_healthy(incident, ran):
             return
         if len(ran) >= policy.attempts:
             self._escalate(
@@ -345,12 +332,52 @@ class IncidentMachine:
             )
             return
         now = self.clock.now()
-        expires = now + timedelta(seconds=policy.approval_ttl_s)
-        plans = [
+        plans = self._ranked_plans(
+            incident,
+            proposal,
+            [chosen, *[(a, ()) for a in alternatives]],
+            attempt=len(ran) + 1,
+            now=now,
+            expires=now + timedelta(seconds=policy.approval_ttl_s),
+        )
+        self.store.plans.create_many([plan_row(p) for p in plans])
+        self._submit(incident, policy, proposal, plans, now=now)
+
+    def _resolved_when_healthy(self, incident: Incident, ran: Sequence[Attempt]) -> bool:
+        """Nothing to fix is the best plan: a scope that is healthy now (a fix that took effect
+        after its sustain window, or a blip that passed) gets no further writes."""
+        severity = self.engine.measure(incident.scope)
+        if not severity.healthy:  # healthy implies a complete measurement
+            return False
+        if ran:
+            text = "Healthy now (after the last transaction): nothing to change"
+        else:
+            # Transient: the symptoms cleared before any change, so no plan is made.
+            text = (
+                "Transient: symptoms cleared before any change (μ was "
+                f"{incident.mu0:g} at detection, now 0, fully measured: no firing alert "
+                "in scope, SLOs met, no replica lost); no plan made"
+            )
+        self.move(incident, S.RESOLVED, text, mu=0.0)
+        return True
+
+    def _ranked_plans(
+        self,
+        incident: Incident,
+        proposal: Proposal,
+        ranked: Sequence[tuple[CandidatePlan, tuple[str, ...]]],
+        *,
+        attempt: int,
+        now: datetime,
+        expires: datetime,
+    ) -> list[Plan]:
+        """The chosen candidate (rank 0, proposed, with its dry-run diffs and an approval
+        deadline) followed by the alternatives as superseded plans."""
+        return [
             Plan(
                 id=PlanId(f"plan-{self._new_id()}"),
                 incident_id=incident.id,
-                attempt=len(ran) + 1,
+                attempt=attempt,
                 rank=rank,
                 actions=candidate.actions,
                 rationale=candidate.rationale,
@@ -363,9 +390,20 @@ class IncidentMachine:
                 suggestions=candidate.suggestions,
                 held=candidate.held,
             )
-            for rank, (candidate, diffs) in enumerate([chosen, *[(a, ()) for a in alternatives]])
+            for rank, (candidate, diffs) in enumerate(ranked)
         ]
-        self.store.plans.create_many([plan_row(p) for p in plans])
+
+    def _submit(
+        self,
+        incident: Incident,
+        policy: NamespacePolicy,
+        proposal: Proposal,
+        plans: Sequence[Plan],
+        *,
+        now: datetime,
+    ) -> None:
+        """Hand the stored plan on: to a person (observe-only), to the engine (policy allows
+        it unattended) or to the approvers."""
         plan = plans[0]
         if not policy.may_act:
             self._escalate(
@@ -379,30 +417,51 @@ class IncidentMachine:
         # A plan with a value only a reasoner named, a tie or a weak hypothesis waits for a
         # person at every autonomy level (DESIGN section 3 rules 9 and 10).
         if policy.runs_without_approval(plan.risk) and plan.runs_unattended:
-            self.store.plans.set_status(
-                plan.id,
-                PlanStatus.APPROVED.value,
-                expected=PlanStatus.PROPOSED.value,
-                decided_at=now,
-                decided_by=f"policy:{policy.autonomy}",
-            )
-            after = self.move(
-                incident,
-                S.EXECUTING,
-                f"Executing without approval ({policy.autonomy}, {plan.risk} risk): "
-                f"{plan.describe()}",
-                data={"plan": plan.id, "refused": list(proposal.refused)},
-            )
-            if after is not None:
-                self.notifier.notify(
-                    PlanProposed(
-                        incident=after,
-                        plan=plan,
-                        alternatives=tuple(plans[1:]),
-                        needs_approval=False,
-                    )
-                )
+            self._run_unattended(incident, policy, proposal, plans, now=now)
             return
+        self._await_approval(incident, policy, proposal, plans)
+
+    def _run_unattended(
+        self,
+        incident: Incident,
+        policy: NamespacePolicy,
+        proposal: Proposal,
+        plans: Sequence[Plan],
+        *,
+        now: datetime,
+    ) -> None:
+        plan = plans[0]
+        self.store.plans.set_status(
+            plan.id,
+            PlanStatus.APPROVED.value,
+            expected=PlanStatus.PROPOSED.value,
+            decided_at=now,
+            decided_by=f"policy:{policy.autonomy}",
+        )
+        after = self.move(
+            incident,
+            S.EXECUTING,
+            f"Executing without approval ({policy.autonomy}, {plan.risk} risk): {plan.describe()}",
+            data={"plan": plan.id, "refused": list(proposal.refused)},
+        )
+        if after is not None:
+            self.notifier.notify(
+                PlanProposed(
+                    incident=after,
+                    plan=plan,
+                    alternatives=tuple(plans[1:]),
+                    needs_approval=False,
+                )
+            )
+
+    def _await_approval(
+        self,
+        incident: Incident,
+        policy: NamespacePolicy,
+        proposal: Proposal,
+        plans: Sequence[Plan],
+    ) -> None:
+        plan = plans[0]
         after = self.move(
             incident,
             S.AWAITING_APPROVAL,
@@ -487,12 +546,8 @@ class IncidentMachine:
             return
         if tx is not None:
             return  # still being recovered or run elsewhere
-        if plan.status is PlanStatus.APPROVED and not self.store.plans.set_status(
-            plan.id, PlanStatus.EXECUTED.value, expected=PlanStatus.APPROVED.value
-        ):
-            return  # another worker took it
-        if plan.status is PlanStatus.EXECUTED and self._ledger.lease_holder(incident.scope):
-            return  # marked executed by a worker that is about to open its transaction
+        if not self._claimed(incident, plan):
+            return
         request = TransactionRequest(
             scope=incident.scope,
             actions=plan.actions,
@@ -506,23 +561,38 @@ class IncidentMachine:
             self._not_started(incident, plan, outcome)
             return
         if outcome.kind is OutcomeKind.REFUSED:
-            self.store.plans.set_status(
-                plan.id,
-                PlanStatus.REJECTED.value,
-                decided_by="engine",
-                decided_at=self.clock.now(),
-                reject_reason=outcome.reason,
-            )
-            current = self.incident(incident.id)
-            self.move(
-                current,
-                S.PLANNING,
-                f"Refused before any write: {outcome.reason}",
-                attempt=current.attempt + 1,
-            )
+            self._refused(incident, plan, outcome)
             return
         tx = self._ledger.transaction(outcome.transaction_id)
         self._finished(self.incident(incident.id), plan, tx)
+
+    def _claimed(self, incident: Incident, plan: Plan) -> bool:
+        """Whether this worker may open the plan's transaction."""
+        if plan.status is PlanStatus.APPROVED and not self.store.plans.set_status(
+            plan.id, PlanStatus.EXECUTED.value, expected=PlanStatus.APPROVED.value
+        ):
+            return False  # another worker took it
+        # Not if marked executed by a worker that is about to open its transaction.
+        return not (
+            plan.status is PlanStatus.EXECUTED and self._ledger.lease_holder(incident.scope)
+        )
+
+    def _refused(self, incident: Incident, plan: Plan, outcome: Outcome) -> None:
+        """The engine refused the plan before any write: reject it and plan again."""
+        self.store.plans.set_status(
+            plan.id,
+            PlanStatus.REJECTED.value,
+            decided_by="engine",
+            decided_at=self.clock.now(),
+            reject_reason=outcome.reason,
+        )
+        current = self.incident(incident.id)
+        self.move(
+            current,
+            S.PLANNING,
+            f"Refused before any write: {outcome.reason}",
+            attempt=current.attempt + 1,
+        )
 
     def _not_started(self, incident: Incident, plan: Plan, outcome: Outcome) -> None:
         """μ_before could not be measured: nothing was written and no attempt was spent. The
@@ -754,40 +824,11 @@ class IncidentMachine:
             incident, self.transactions(incident.id)
         ):
             return
-        if incident.state in (S.RESOLVED, S.ESCALATED):
-            firing = self.opening_alerts_firing(incident)
-            if firing != ():
-                # Never closed while an alert that opened it fires (or cannot be read): a
-                # still-firing alert must land in an open incident, not a closed one. It
-                # stays RESOLVED or ESCALATED (open: an escalation is in a person's hands
-                # until its alerts stop) and a later advance closes it once they do.
-                still = (
-                    "the alerts that opened it cannot be read"
-                    if firing is None
-                    else f"{', '.join(firing)} still firing"
-                )
-                self._note_once(incident, f"Not closing yet: {still}")
-                with self._running_lock:
-                    self._waiting.add(incident.id)
-                return
+        if incident.state in (S.RESOLVED, S.ESCALATED) and self._alerts_keep_open(incident):
+            return
         diagnosis = self.diagnosis(incident.id)
-        committed = [
-            plan_id
-            for plan_id in (
-                t.plan_id
-                for t in self.transactions(incident.id)
-                if t.status is TransactionStatus.COMMITTED
-            )
-            if plan_id
-        ]
-        resolution = "; ".join(self.plan(p).describe() for p in committed) or (
-            "escalated to a person" if incident.state is S.ESCALATED else "no change needed"
-        )
-        summary = (
-            f"{incident.title}: {incident.state.value}. Root cause "
-            f"{diagnosis.root_cause_service if diagnosis else 'unknown'} "
-            f"({diagnosis.category if diagnosis else 'unknown'}). Resolution: {resolution}."
-        )
+        resolution = self._resolution(incident)
+        summary = _close_summary(incident, diagnosis, resolution)
         closed = self.store.incidents.close(
             incident.id,
             at=self.clock.now(),
@@ -800,6 +841,47 @@ class IncidentMachine:
         )
         if closed:
             self.notifier.notify(Closed(incident=self.incident(incident.id), summary=summary))
+
+    def _alerts_keep_open(self, incident: Incident) -> bool:
+        firing = self.opening_alerts_firing(incident)
+        if firing == ():
+            return False
+        # Never closed while an alert that opened it fires (or cannot be read): a
+        # still-firing alert must land in an open incident, not a closed one. It
+        # stays RESOLVED or ESCALATED (open: an escalation is in a person's hands
+        # until its alerts stop) and a later advance closes it once they do.
+        still = (
+            "the alerts that opened it cannot be read"
+            if firing is None
+            else f"{', '.join(firing)} still firing"
+        )
+        self._note_once(incident, f"Not closing yet: {still}")
+        with self._running_lock:
+            self._waiting.add(incident.id)
+        return True
+
+    def _resolution(self, incident: Incident) -> str:
+        """What fixed it: the committed plans, else why nothing was changed."""
+        committed = [
+            plan_id
+            for plan_id in (
+                t.plan_id
+                for t in self.transactions(incident.id)
+                if t.status is TransactionStatus.COMMITTED
+            )
+            if plan_id
+        ]
+        return "; ".join(self.plan(p).describe() for p in committed) or (
+            "escalated to a person" if incident.state is S.ESCALATED else "no change needed"
+        )
+
+
+def _close_summary(incident: Incident, diagnosis: Diagnosis | None, resolution: str) -> str:
+    return (
+        f"{incident.title}: {incident.state.value}. Root cause "
+        f"{diagnosis.root_cause_service if diagnosis else 'unknown'} "
+        f"({diagnosis.category if diagnosis else 'unknown'}). Resolution: {resolution}."
+    )
 
 
 def _healthy_on_record(tx: TransactionRecord) -> bool:

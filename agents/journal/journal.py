@@ -222,11 +222,7 @@ class ChangeJournal:
         if kind is None or namespace is None or namespace not in self._namespaces:
             return None
         if event_type == ChangeType.DELETED.value:
-            if (namespace, kind.kind, obj.name) not in self._seen and not self._stored(
-                namespace, kind.kind, obj.name
-            ):
-                return None
-            return self._deleted(namespace, kind.kind, obj.name, obj.resource_version)
+            return self._deletion(namespace, kind.kind, obj)
         if event_type not in (ChangeType.ADDED.value, ChangeType.MODIFIED.value):
             return None
         key = (namespace, kind.kind, obj.name)
@@ -234,28 +230,60 @@ class ChangeJournal:
         managed = obj.metadata.get("managedFields")
         previous = self._seen.get(key) or self._stored(*key)
         now = self._clock.now()
-
         if previous is None:
-            # Before the kind's first full list of the namespace, everything is a baseline.
-            baseline = (namespace, kind.kind) not in self._listed
-            attribution = attribute(managed)
-            self._seen[key] = _Seen(
-                content=current,
-                redacted=False,
-                at=attribution.at or now,
-                resource_version=obj.resource_version,
-            )
-            diff = {} if baseline else _redact_diff(created_diff(current))
-            return self._row(
-                key,
-                change_type=ChangeType.ADDED,
-                at=attribution.at or now,
-                manager=attribution.manager,
-                diff=diff or ({} if baseline else {"metadata.name": [None, obj.name]}),
-                content=current,
-                resource_version=obj.resource_version,
-            )
+            return self._first_sight(key, obj, current, managed, now=now)
+        return self._modified(key, previous, obj, current, managed, now=now)
 
+    def _deletion(self, namespace: str, kind: str, obj: KubeObject) -> JournalEntryRow | None:
+        """A deletion of an object the journal knows (in memory or in storage)."""
+        if (namespace, kind, obj.name) not in self._seen and not self._stored(
+            namespace, kind, obj.name
+        ):
+            return None
+        return self._deleted(namespace, kind, obj.name, obj.resource_version)
+
+    def _first_sight(
+        self,
+        key: tuple[str, str, str],
+        obj: KubeObject,
+        current: JsonObject,
+        managed: Any,
+        *,
+        now: datetime,
+    ) -> JournalEntryRow:
+        """An object the journal has no state of: a baseline or a creation."""
+        namespace, kind, _name = key
+        # Before the kind's first full list of the namespace, everything is a baseline.
+        baseline = (namespace, kind) not in self._listed
+        attribution = attribute(managed)
+        self._seen[key] = _Seen(
+            content=current,
+            redacted=False,
+            at=attribution.at or now,
+            resource_version=obj.resource_version,
+        )
+        diff = {} if baseline else _redact_diff(created_diff(current))
+        return self._row(
+            key,
+            change_type=ChangeType.ADDED,
+            at=attribution.at or now,
+            manager=attribution.manager,
+            diff=diff or ({} if baseline else {"metadata.name": [None, obj.name]}),
+            content=current,
+            resource_version=obj.resource_version,
+        )
+
+    def _modified(
+        self,
+        key: tuple[str, str, str],
+        previous: _Seen,
+        obj: KubeObject,
+        current: JsonObject,
+        managed: Any,
+        *,
+        now: datetime,
+    ) -> JournalEntryRow | None:
+        """A change against the last state seen; None when the tracked part is the same."""
         before = previous.content
         after = redact_value(current) if previous.redacted else current
         raw_diff = field_changes(before, after)

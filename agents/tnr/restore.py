@@ -88,13 +88,18 @@ class Restorer:
         verb: str = "restore",
     ) -> Restored:
         """Put `entry`'s object back to its snapshot and record it. Caller holds `lock`."""
-        now = self._clock.now
         if isinstance(entry.action, DeletePod) or not entry.snapshot.existed:
             # The pod's controller is its inverse; there is nothing of ours to re-apply.
-            self._ledger.mark_restored(entry.id, at=now())
+            self._ledger.mark_restored(entry.id, at=self._clock.now())
             result = Restored(target=entry.target, wrote=False, note="recreated by its controller")
-            self._audit(entry, scope, actor, verb, result)
-            return result
+        else:
+            result = self._reapply(entry, lock)
+        self._audit(entry, scope, actor, verb, result)
+        return result
+
+    def _reapply(self, entry: UndoRecord, lock: WriterLock) -> Restored:
+        """Write the snapshot back unless the object already equals it, re-reading on a
+        conflict up to `_CONFLICT_RETRIES` times."""
         snapshot = entry.snapshot.object or {}
         for attempt in range(_CONFLICT_RETRIES):
             try:
@@ -102,53 +107,58 @@ class Restorer:
             except NotFound:
                 live = None
             if live is not None and comparable(live.body) == comparable(snapshot):
-                if entry.state is UndoState.PENDING:
-                    self._ledger.mark_skipped(entry.id, at=now())
-                    result = Restored(
-                        target=entry.target, wrote=False, note="the write never happened"
-                    )
-                else:
-                    self._ledger.mark_restored(entry.id, at=now())
-                    result = Restored(target=entry.target, wrote=False, note="already as before")
-                self._audit(entry, scope, actor, verb, result)
+                return self._already_restored(entry)
+            result = self._write_snapshot(entry, lock, snapshot, live)
+            if result is not None:
                 return result
-            # What someone else changed after our write (drift), which this restore discards;
-            # `reverted` is everything the restore changes, our own write included.
-            overwritten = (
-                field_changes(entry.produced, comparable(live.body)) or None
-                if live is not None and entry.produced is not None
-                else None
+            logger.info(
+                "restore of %s conflicted (attempt %d); re-reading", entry.target, attempt + 1
             )
-            reverted = (
-                field_changes(comparable(live.body), comparable(snapshot))
-                if live is not None
-                else {"(object)": [None, "re-created"]}
-            )
-            lock.fence()
-            try:
-                if live is None:
-                    self._writer.create(
-                        KubeObject(restorable(snapshot, None)), field_manager=self._field_manager
-                    )
-                else:
-                    body = restorable(snapshot, live.resource_version)
-                    self._writer.replace(KubeObject(body), field_manager=self._field_manager)
-            except Conflict:
-                logger.info(
-                    "restore of %s conflicted (attempt %d); re-reading", entry.target, attempt + 1
-                )
-                continue
-            self._ledger.mark_restored(entry.id, at=now(), overwritten=overwritten)
-            result = Restored(
-                target=entry.target,
-                wrote=True,
-                note="re-created from its snapshot" if live is None else "snapshot re-applied",
-                overwritten=overwritten,
-                reverted=reverted,
-            )
-            self._audit(entry, scope, actor, verb, result)
-            return result
         raise Conflict(f"{entry.target} kept changing while it was being restored")
+
+    def _already_restored(self, entry: UndoRecord) -> Restored:
+        """The object equals its snapshot: record that nothing had to be written."""
+        if entry.state is UndoState.PENDING:
+            self._ledger.mark_skipped(entry.id, at=self._clock.now())
+            return Restored(target=entry.target, wrote=False, note="the write never happened")
+        self._ledger.mark_restored(entry.id, at=self._clock.now())
+        return Restored(target=entry.target, wrote=False, note="already as before")
+
+    def _write_snapshot(
+        self, entry: UndoRecord, lock: WriterLock, snapshot: JsonObject, live: KubeObject | None
+    ) -> Restored | None:
+        """Re-create or replace the object from its snapshot; None when the write conflicted."""
+        # What someone else changed after our write (drift), which this restore discards;
+        # `reverted` is everything the restore changes, our own write included.
+        overwritten = (
+            field_changes(entry.produced, comparable(live.body)) or None
+            if live is not None and entry.produced is not None
+            else None
+        )
+        reverted = (
+            field_changes(comparable(live.body), comparable(snapshot))
+            if live is not None
+            else {"(object)": [None, "re-created"]}
+        )
+        lock.fence()
+        try:
+            if live is None:
+                self._writer.create(
+                    KubeObject(restorable(snapshot, None)), field_manager=self._field_manager
+                )
+            else:
+                body = restorable(snapshot, live.resource_version)
+                self._writer.replace(KubeObject(body), field_manager=self._field_manager)
+        except Conflict:
+            return None
+        self._ledger.mark_restored(entry.id, at=self._clock.now(), overwritten=overwritten)
+        return Restored(
+            target=entry.target,
+            wrote=True,
+            note="re-created from its snapshot" if live is None else "snapshot re-applied",
+            overwritten=overwritten,
+            reverted=reverted,
+        )
 
     def _audit(
         self, entry: UndoRecord, scope: Scope, actor: str, verb: str, result: Restored

@@ -12,6 +12,7 @@ finishes that restore under the writer lock, the way recovery finishes an abort.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -19,7 +20,7 @@ from agents.errors import ClusterError, LockLost
 from agents.model import OutcomeKind, TransactionId, TransactionStatus, UndoState
 from agents.tnr.engine import Checkpoint, Progress, ProgressCallback, Step, TransactionEngine
 from agents.tnr.lock import LockBusy, WriterLock
-from agents.tnr.records import TransactionRecord
+from agents.tnr.records import TransactionRecord, UndoRecord
 from agents.tnr.restore import Drift
 
 logger = logging.getLogger(__name__)
@@ -97,58 +98,102 @@ class Undoer:
         confirm_drift: bool,
         emit: ProgressCallback | None,
     ) -> UndoResult:
-        clock_now = self._engine.clock.now
         entries = [e for e in self._ledger.stack(tx.id) if e.state is UndoState.APPLIED]
+        blocked = self._blocked(tx, entries, actor=actor)
+        if blocked is not None:
+            return blocked
+        if tx.status is TransactionStatus.COMMITTED:
+            drifted = self._begin(tx, lock, entries, actor=actor, confirm_drift=confirm_drift)
+            if drifted is not None:
+                return drifted
+        restored, overwritten = self._restore_entries(tx, lock, entries, actor=actor, emit=emit)
+        return self._record_undone(
+            tx,
+            restored=restored,
+            total=len(entries),
+            overwritten=overwritten,
+            actor=actor,
+            emit=emit,
+        )
+
+    def _blocked(
+        self, tx: TransactionRecord, entries: Sequence[UndoRecord], *, actor: str
+    ) -> UndoResult | None:
+        """A later transaction on the same objects must be undone first."""
         later = self._ledger.later_transactions_on(tx.id, [e.target for e in entries])
-        if later:
-            ids = tuple(t.id for t in later)
+        if not later:
+            return None
+        ids = tuple(t.id for t in later)
+        self._ledger.audit(
+            "undo_blocked",
+            actor=actor,
+            scope=tx.scope,
+            at=self._engine.clock.now(),
+            transaction_id=tx.id,
+            incident_id=tx.incident_id,
+            detail={"blocked_by": list(ids)},
+        )
+        return UndoResult(
+            transaction_id=tx.id,
+            status=UndoStatus.BLOCKED,
+            message="undo these later transactions on the same objects first: " + ", ".join(ids),
+            blocked_by=ids,
+        )
+
+    def _begin(
+        self,
+        tx: TransactionRecord,
+        lock: WriterLock,
+        entries: Sequence[UndoRecord],
+        *,
+        actor: str,
+        confirm_drift: bool,
+    ) -> UndoResult | None:
+        """Mark a committed transaction UNDOING, unless its objects drifted and no person
+        confirmed overwriting them (then nothing is written and the drift is returned)."""
+        clock_now = self._engine.clock.now
+        drifts = tuple(
+            d for d in (self._engine.restorer.drift(e) for e in entries) if d is not None
+        )
+        if drifts and not confirm_drift:
             self._ledger.audit(
-                "undo_blocked",
+                "undo_drift",
                 actor=actor,
                 scope=tx.scope,
                 at=clock_now(),
                 transaction_id=tx.id,
                 incident_id=tx.incident_id,
-                detail={"blocked_by": list(ids)},
+                detail={"drift": [d.summary() for d in drifts]},
             )
             return UndoResult(
                 transaction_id=tx.id,
-                status=UndoStatus.BLOCKED,
-                message="undo these later transactions on the same objects first: "
-                + ", ".join(ids),
-                blocked_by=ids,
+                status=UndoStatus.DRIFT,
+                message="objects changed since this transaction; confirm to overwrite: "
+                + "; ".join(d.summary() for d in drifts),
+                drift=drifts,
             )
-        if tx.status is TransactionStatus.COMMITTED:
-            drifts = tuple(
-                d for d in (self._engine.restorer.drift(e) for e in entries) if d is not None
-            )
-            if drifts and not confirm_drift:
-                self._ledger.audit(
-                    "undo_drift",
-                    actor=actor,
-                    scope=tx.scope,
-                    at=clock_now(),
-                    transaction_id=tx.id,
-                    incident_id=tx.incident_id,
-                    detail={"drift": [d.summary() for d in drifts]},
-                )
-                return UndoResult(
-                    transaction_id=tx.id,
-                    status=UndoStatus.DRIFT,
-                    message="objects changed since this transaction; confirm to overwrite: "
-                    + "; ".join(d.summary() for d in drifts),
-                    drift=drifts,
-                )
-            self._ledger.set_status(tx.id, TransactionStatus.UNDOING, fencing_token=lock.token)
-            self._ledger.audit(
-                "undo",
-                actor=actor,
-                scope=tx.scope,
-                at=clock_now(),
-                transaction_id=tx.id,
-                incident_id=tx.incident_id,
-                detail={"entries": len(entries), "confirm_drift": confirm_drift},
-            )
+        self._ledger.set_status(tx.id, TransactionStatus.UNDOING, fencing_token=lock.token)
+        self._ledger.audit(
+            "undo",
+            actor=actor,
+            scope=tx.scope,
+            at=clock_now(),
+            transaction_id=tx.id,
+            incident_id=tx.incident_id,
+            detail={"entries": len(entries), "confirm_drift": confirm_drift},
+        )
+        return None
+
+    def _restore_entries(
+        self,
+        tx: TransactionRecord,
+        lock: WriterLock,
+        entries: Sequence[UndoRecord],
+        *,
+        actor: str,
+        emit: ProgressCallback | None,
+    ) -> tuple[int, dict[str, object]]:
+        """Restore each entry's snapshot in stack order; how many, and what they overwrote."""
         restored = 0
         overwritten: dict[str, object] = {}
         for entry in entries:
@@ -169,6 +214,20 @@ class Undoer:
                     )
                 )
             self._checkpoint("undo")
+        return restored, overwritten
+
+    def _record_undone(
+        self,
+        tx: TransactionRecord,
+        *,
+        restored: int,
+        total: int,
+        overwritten: dict[str, object],
+        actor: str,
+        emit: ProgressCallback | None,
+    ) -> UndoResult:
+        """Measure the scope, mark the transaction UNDONE and audit it."""
+        clock_now = self._engine.clock.now
         after = self._engine.measure(tx.scope)
         # An incomplete figure is a lower bound: recorded as unknown, never as a μ.
         mu_after = after.mu if after.complete else None
@@ -201,7 +260,7 @@ class Undoer:
                     step=Step.UNDONE,
                     message="Undone",
                     done=restored,
-                    total=len(entries),
+                    total=total,
                     mu=mu_after,
                 )
             )
