@@ -9,7 +9,8 @@ baselines it must beat (AIOpsLab/ITBench style).
     render_markdown(report)               # the --markdown table
 
 The scenario format is `lab.bench.scenario` (documented in `lab/scenarios/README.md`), the
-agents `lab.bench.agents`, one run `lab.bench.runner`, scoring `lab.bench.score`.
+agents `lab.bench.agents`, one run `lab.bench.runner`, scoring `lab.bench.score`, summaries
+`lab.bench.summary`.
 """
 
 from lab.bench.agents import AGENTS, DEFAULT_AGENTS, AgentSpec, parse_agents

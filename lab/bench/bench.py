@@ -23,9 +23,10 @@ from lab.bench.agents import AgentSpec
 from lab.bench.errors import BenchError, ScenarioRunError
 from lab.bench.results import BenchReport, RunResult
 from lab.bench.runner import Runner
-from lab.bench.score import check_truth, errored, score_run, summarize
+from lab.bench.score import check_truth, errored, score_run
 from lab.bench.session import BenchConfig, Session
 from lab.bench.suite import LoadedScenario, Suite
+from lab.bench.summary import summarize
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from lab.bench.facts import (
     TransactionFacts,
     WriteFacts,
 )
-from lab.bench.score import check_truth, errored, score_run, summarize
+from lab.bench.score import check_truth, errored, score_run
+from lab.bench.summary import summarize
 
 
 def _scenario(expect: Expect, **changes: object) -> LoadedScenario:

@@ -7,7 +7,7 @@ import pytest
 
 from lab.bench.errors import BenchError
 from lab.bench.results import BenchReport, RunResult
-from lab.bench.score import summarize
+from lab.bench.summary import summarize
 from lab.bench.sweep import (
     SweepReport,
     parse_sweep,
