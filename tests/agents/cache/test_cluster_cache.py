@@ -24,6 +24,7 @@ from agents.cache.cluster_cache import (
     ClusterCache,
     _lean,
     _selector,
+    _Store,
 )
 from agents.journal import ChangeJournal, JournalWatcher
 from agents.kubeparse import parse_event
@@ -345,3 +346,47 @@ def test_a_cached_event_keeps_what_is_read_of_it_and_nothing_else() -> None:
         "metadata": {"name": "geo-7d9"},
         "spec": {"nodeName": "n"},
     }
+
+
+def _pod(name: str, app: str) -> KubeObject:
+    return KubeObject(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": NS,
+                "labels": {"app": app},
+                "managedFields": [{"manager": "kubelet"}],
+            },
+            "spec": {"containers": [{"name": "app", "image": "lab/app:1.0", "env": []}]},
+            "status": {"phase": "Running", "message": "ünïcode stays ünïcode"},
+        }
+    )
+
+
+def test_a_store_hands_out_its_own_copies_and_parses_only_what_a_selector_keeps() -> None:
+    # The store keeps packed JSON, not the watch's objects: neither what the watch gave it nor
+    # what a reader does with what it got changes what the next reader sees.
+    store = _Store(lean="Pod")
+    given = [_pod("cart-1", "cart"), _pod("geo-1", "geo"), _pod("cart-2", "cart")]
+    store.replace(given, "7")
+    given[0].body["spec"]["containers"][0]["image"] = "changed/by:the-watch"
+
+    first = store.items()
+    assert first is not None
+    assert [o.name for o in first] == ["cart-1", "cart-2", "geo-1"]  # name order
+    assert first[0].body["spec"]["containers"][0]["image"] == "lab/app:1.0"
+    assert "managedFields" not in first[0].metadata  # stored lean
+    assert first[0].body["status"]["message"] == "ünïcode stays ünïcode"
+    first[0].body["spec"]["containers"][0]["env"].append({"name": "X", "value": "1"})
+
+    again = store.items()
+    assert again is not None and again[0].body["spec"]["containers"][0]["env"] == []
+    assert again[0] is not first[0]
+
+    selected = store.items(lambda labels: labels.get("app") == "geo")
+    assert selected is not None and [o.name for o in selected] == ["geo-1"]
+
+    store.apply("MODIFIED", _pod("geo-1", "cart"))
+    store.apply("DELETED", _pod("cart-1", "cart"))
+    moved = store.items(lambda labels: labels.get("app") == "cart")
+    assert moved is not None and [o.name for o in moved] == ["cart-2", "geo-1"]
