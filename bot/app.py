@@ -15,13 +15,13 @@ Both receive the same `Services` (see `bot.services`).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from slack_bolt import App
 
+from bot.commands import register_commands
+from bot.home import register_home
 from bot.listeners import register_listeners
 from bot.listeners.fallbacks import register_fallbacks
 from bot.services import Services
@@ -29,13 +29,6 @@ from bot.services import Services
 logger = logging.getLogger(__name__)
 
 LISTENER_THREADS = 16
-
-
-def _present(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def build_app(services: Services) -> App:
@@ -67,16 +60,6 @@ def _give_acks(app: App, seconds: int) -> None:
 
 
 def register_surfaces(app: App, services: Services) -> None:
-    """The seam for `/stratus` and the App Home: registered when their modules exist."""
-    if _present("bot.commands"):
-        commands = importlib.import_module("bot.commands")
-        commands.register_commands(
-            app, services, after_detection=services.incidents.after_detection
-        )
-    else:
-        logger.info("bot.commands is not installed: no /stratus command")
-    if _present("bot.home"):
-        home = importlib.import_module("bot.home")
-        home.register_home(app, services)
-    else:
-        logger.info("bot.home is not installed: no App Home tab")
+    """`/stratus` and the App Home."""
+    register_commands(app, services, after_detection=services.incidents.after_detection)
+    register_home(app, services)

@@ -43,8 +43,6 @@ its metrics source, shorter transaction limits and intervals. Production passes 
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
 import os
 import socket
@@ -68,6 +66,7 @@ from agents.wiring import Brain, build_brain
 from bot.channels import IncidentChannels
 from bot.chart_process import close_charts
 from bot.config import Settings, SettingsError, SlackMode, check_deadlines
+from bot.digest import register_digests
 from bot.directory import Directory
 from bot.errors import SlackCallFailed, StartupError
 from bot.failures import FailureReporter
@@ -170,13 +169,8 @@ class Services:
         )
 
     def _schedule_digests(self) -> None:
-        """The seam for `bot.digest`: its jobs live in the persistent job store."""
-        if importlib.util.find_spec("bot.digest") is None:
-            if self.settings.digest_schedules:
-                logger.warning("digests are configured but bot.digest is not installed")
-            return
-        digest = importlib.import_module("bot.digest")
-        digest.register_digests(self)
+        """Digest jobs live in the persistent job store."""
+        register_digests(self)
 
     def database_ready(self) -> bool:
         try:
