@@ -31,14 +31,13 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from agents.model import JsonObject
 from lab.alerts.evaluator import AlertState, LabAlert
 from lab.alerts.fingerprint import go_time
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 Send = Callable[[JsonObject], None]
 
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from agents.model import JsonObject
 from lab.sim.model import AppModel, load_model
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 APPS_DIR = Path(__file__).resolve().parent
 APPS: tuple[str, ...] = ("hotel-reservation", "online-shop")

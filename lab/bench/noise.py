@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from agents.model import JsonObject
 from lab.bench.errors import ScenarioRunError
 from lab.bench.scenario import (
     CordonNode,
@@ -35,7 +36,6 @@ from lab.faults.kubeops import (
     rollout_restart,
 )
 from lab.kube.errors import ApiError
-from lab.kube.runtime import JsonObject
 from lab.sim.images import parse_image
 
 if TYPE_CHECKING:

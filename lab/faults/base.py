@@ -24,7 +24,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agents.model import Category
+from agents.model import Category, JsonObject
 from lab.apps import AppBundle
 from lab.faults.errors import BadParameter, FaultError, InjectionFailed
 from lab.faults.model import (
@@ -37,7 +37,7 @@ from lab.faults.model import (
     SavedObject,
 )
 from lab.kube.errors import ApiError
-from lab.kube.runtime import ClusterAPI, JsonObject, PatchType
+from lab.kube.runtime import ClusterAPI, PatchType
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld

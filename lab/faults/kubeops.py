@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.model import JsonObject
 from lab.faults.base import FaultContext
 from lab.faults.errors import BadParameter
 from lab.kube.jsonutil import rfc3339
-from lab.kube.runtime import JsonObject
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 

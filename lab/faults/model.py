@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from agents.model import Category
+from agents.model import Category, JsonObject
 from lab.faults.errors import BadParameter
-from lab.kube.runtime import JsonObject
 
 ParamValue = int | float | str
 

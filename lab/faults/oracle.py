@@ -24,10 +24,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from agents.errors import QueryError
+from agents.model import JsonObject
 from lab.faults.model import Injection
 from lab.faults.registry import fault
 from lab.kube.jsonutil import parse_time
-from lab.kube.runtime import JsonObject
 from lab.sim.promql import Evaluator, Vector
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from agents.model import JsonObject
 from lab.faults.base import Fault
 from lab.faults.errors import BadParameter, InjectionFailed, UnknownFault
 from lab.faults.model import Injection
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from lab.sim.world import LabWorld
 
 logger = logging.getLogger(__name__)
-
-JsonObject = dict[str, Any]
 
 
 def fault_json(f: Fault) -> JsonObject:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from agents.model import JsonObject
 from lab.clock import LabClock
 from lab.kube import defaults, managed, schema, validation
 from lab.kube.deletion import Deleted, delete_object
@@ -51,7 +52,6 @@ from lab.kube.store import Store, Stored
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 StoredList = list[Stored]
 Warnings = list[str]
 ObjectList = list[JsonObject]

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.errors import AlreadyExists
 from lab.kube.ids import Ids
 from lab.kube.jsonutil import rfc3339
 from lab.kube.resources import by_kind
-
-JsonObject = dict[str, Any]
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MANAGER = "kube-apiserver"

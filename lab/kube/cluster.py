@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import yaml
 
+from agents.model import JsonObject
 from lab.clock import LabClock
 from lab.kube import manifests
 from lab.kube.api import KubeApi
@@ -49,7 +49,6 @@ from lab.kube.store import Change, Store
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 #: Reconcile rounds per call before giving up on quiescence (a controller fighting itself).
 MAX_ROUNDS = 200

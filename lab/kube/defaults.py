@@ -13,7 +13,7 @@ import base64
 from collections.abc import Callable
 from typing import Any, Protocol
 
-JsonObject = dict[str, Any]
+from agents.model import JsonObject
 
 
 class Allocators(Protocol):

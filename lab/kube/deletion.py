@@ -10,16 +10,15 @@ follow. A dry run answers with what would be deleted and changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agents.model import JsonObject
 from lab.kube.errors import BadRequest, Conflict, MethodNotAllowed, conflict
 from lab.kube.jsonutil import copy_obj
 from lab.kube.resources import ResourceType
 
 if TYPE_CHECKING:
     from lab.kube.api import KubeApi
-
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

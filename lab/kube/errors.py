@@ -8,9 +8,7 @@ as exceptions. One tree for both keeps the two surfaces exactly alike.
 
 from __future__ import annotations
 
-from typing import Any
-
-JsonObject = dict[str, Any]
+from agents.model import JsonObject
 
 
 class ApiError(Exception):

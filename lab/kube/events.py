@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agents.model import JsonObject
 from lab.kube.jsonutil import micro_time, parse_time, rfc3339
 
 if TYPE_CHECKING:
     from lab.kube.api import KubeApi
 
-JsonObject = dict[str, Any]
 
 EVENT_TTL = timedelta(hours=1)
 MAX_MESSAGE = 1024

@@ -9,12 +9,13 @@ its dry run and target the Deployment instead).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agents.model import JsonObject
 
 if TYPE_CHECKING:
     from lab.kube.validation import Causes
 
-JsonObject = dict[str, Any]
 
 POD_UPDATE_MSG = (
     "pod updates may not change fields other than `spec.containers[*].image`,"

@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-JsonObject = dict[str, Any]
+from agents.model import JsonObject
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 

@@ -12,14 +12,13 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.errors import BadRequest
 from lab.kube.resources import ResourceType
 from lab.kube.selectors import EVERYTHING, FieldSelector, LabelSelector
 from lab.kube.store import Store, Stored
 
-JsonObject = dict[str, Any]
 StoredList = list[Stored]
 
 

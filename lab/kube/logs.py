@@ -12,15 +12,15 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agents.model import JsonObject
 from lab.kube.errors import BadRequest, not_found
 from lab.kube.jsonutil import get_path
 
 if TYPE_CHECKING:
     from lab.kube.api import KubeApi
 
-JsonObject = dict[str, Any]
 
 #: Lines kept per container instance (older ones are dropped, like log rotation).
 MAX_LINES = 5_000

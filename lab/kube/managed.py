@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.mergekeys import PRIMITIVE_SETS, merge_key
 
-JsonObject = dict[str, Any]
 Path = tuple[str, ...]
 
 #: Metadata the system owns; never part of a manager's field set.

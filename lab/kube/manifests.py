@@ -11,12 +11,11 @@ from typing import Any
 
 import yaml
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.errors import BadRequest, NotFound
 from lab.kube.jsonutil import copy_obj
 from lab.kube.resources import by_kind
-
-JsonObject = dict[str, Any]
 
 Manifests = str | JsonObject | Iterable[JsonObject]
 

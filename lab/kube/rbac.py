@@ -32,10 +32,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.errors import BadRequest, Forbidden, Unauthorized
 from lab.kube.store import Store
-
-JsonObject = dict[str, Any]
 
 ADMIN_TOKEN = "lab-token"  # noqa: S105 — the lab's well-known admin token, not a secret
 ADMIN_USER = "lab-admin"

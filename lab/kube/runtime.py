@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-JsonObject = dict[str, Any]
+from agents.model import JsonObject
 
 PatchType = Literal["strategic", "merge", "json"]
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube import schema
 from lab.kube.api import KubeApi, apply_patch
 from lab.kube.errors import BadRequest, conflict, field_error, invalid
 from lab.kube.jsonutil import copy_obj
 from lab.kube.resources import SCALE_GROUP, SCALE_VERSION, ResourceType
 from lab.kube.selectors import selector_string
-
-JsonObject = dict[str, Any]
 
 
 def to_scale(obj: JsonObject) -> JsonObject:

@@ -21,9 +21,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.errors import BadRequest
-
-JsonObject = dict[str, Any]
 
 #: Maps of resource quantities: the real server accepts numbers there and keeps strings.
 QUANTITY_MAPS = frozenset(

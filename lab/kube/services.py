@@ -7,14 +7,11 @@ on the real server.
 
 from __future__ import annotations
 
-from typing import Any
-
+from agents.model import JsonObject
 from lab.kube.errors import field_error, invalid
 from lab.kube.ids import Ids
 from lab.kube.resources import ResourceType
 from lab.kube.store import Store
-
-JsonObject = dict[str, Any]
 
 
 class ServiceAllocations:

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.controllers.podstatus import normalize_image
 from lab.kube.runtime import ContainerHealth, PullResult, StartResult
-
-JsonObject = dict[str, Any]
 
 MIB = 1024 * 1024
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from agents.model import JsonObject
 from lab.kube.errors import Gone
 from lab.kube.jsonutil import dumps
-
-JsonObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

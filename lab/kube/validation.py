@@ -11,11 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube import quantity
 from lab.kube.errors import field_error, invalid
 from lab.kube.resources import ResourceType
-
-JsonObject = dict[str, Any]
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -14,7 +14,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from lab.kube.runtime import ClusterView, JsonObject
+from agents.model import JsonObject
+from lab.kube.runtime import ClusterView
 
 logger = logging.getLogger(__name__)
 

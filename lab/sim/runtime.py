@@ -26,7 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from lab.kube.runtime import ClusterView, ContainerHealth, JsonObject, PullResult, StartResult
+from agents.model import JsonObject
+from lab.kube.runtime import ClusterView, ContainerHealth, PullResult, StartResult
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from lab.kube.runtime import ClusterView, JsonObject
+from agents.model import JsonObject
+from lab.kube.runtime import ClusterView
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry
 from lab.sim.kubeobj import limits, requests

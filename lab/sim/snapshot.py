@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from lab.kube.runtime import JsonObject
+from agents.model import JsonObject
 from lab.sim.outcome import JITTER
 
 _SQRT2 = math.sqrt(2.0)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from lab.kube.runtime import ClusterView, JsonObject
+from agents.model import JsonObject
+from lab.kube.runtime import ClusterView
 
 logger = logging.getLogger(__name__)
 

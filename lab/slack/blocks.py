@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lab.slack.records import JsonObject
+from agents.model import JsonObject
 
 MESSAGE_MAX_BLOCKS = 50
 VIEW_MAX_BLOCKS = 100

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.model import JsonObject
 from lab.slack.blocks import check_message_blocks, normalise
 from lab.slack.errors import ApiError
-from lab.slack.records import Channel, JsonObject, Message
+from lab.slack.records import Channel, Message
 from lab.slack.store import WorkspaceState
 
 MAX_TEXT = 40_000

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from lab.slack.records import JsonObject
+from agents.model import JsonObject
 
 #: Input given by a user: the text typed, the chosen option value(s), the user id picked...
 UserInput = str | list[str] | None

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from lab.slack.records import Channel, JsonObject, Message, OutgoingEvent
+from agents.model import JsonObject
+from lab.slack.records import Channel, Message, OutgoingEvent
 from lab.slack.store import WorkspaceState
 from lab.slack.wire import view_json
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agents.model import JsonObject
 from lab.slack.delivery.dispatcher import Dispatcher
 from lab.slack.delivery.outcome import Delivery, EnvelopeKind
 from lab.slack.elements import (
@@ -24,7 +25,7 @@ from lab.slack.elements import (
 )
 from lab.slack.errors import ApiError, InteractionError
 from lab.slack.events import app_home_opened_event, member_joined_event, message_events
-from lab.slack.records import Channel, JsonObject, Message, ResponseTarget, User
+from lab.slack.records import Channel, Message, ResponseTarget, User
 from lab.slack.responses import apply
 from lab.slack.store import SLACKBOT, WorkspaceState
 from lab.slack.views_flow import ViewFlow

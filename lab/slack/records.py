@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
+from agents.model import JsonObject
 from lab.slack.config import TokenKind
-
-JsonObject = dict[str, Any]
 
 
 @dataclass(slots=True, kw_only=True)

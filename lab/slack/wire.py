@@ -9,7 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lab.slack.records import Channel, File, JsonObject, Message, User, UserGroup, View
+from agents.model import JsonObject
+from lab.slack.records import Channel, File, Message, User, UserGroup, View
 from lab.slack.store import WorkspaceState
 
 

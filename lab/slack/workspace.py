@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from agents.model import JsonObject
 from lab.slack.api.endpoint import WebApi
 from lab.slack.config import TokenKind, TokenSpec, WorkspaceConfig
 from lab.slack.delivery.dispatcher import Dispatcher
@@ -30,7 +31,7 @@ from lab.slack.delivery.socket_mode import SocketHub
 from lab.slack.elements import UserInput, iter_elements
 from lab.slack.interactions import Interactions
 from lab.slack.limits import ApiCall, CallLog, RateLimiter
-from lab.slack.records import Channel, JsonObject, TokenGrant
+from lab.slack.records import Channel, TokenGrant
 from lab.slack.server import WorkspaceServer
 from lab.slack.store import WorkspaceState
 from lab.slack.wire import channel_json, file_json, message_json, view_json

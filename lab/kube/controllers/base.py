@@ -12,8 +12,9 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.errors import ApiError
 from lab.kube.jsonutil import copy_obj, get_path, parse_time
@@ -22,7 +23,6 @@ from lab.kube.store import Change
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name)
 
 #: The manager name controllers write under (managedFields, like the real binary's).

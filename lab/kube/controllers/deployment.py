@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
     CONTROLLER_MANAGER,
@@ -34,8 +34,6 @@ from lab.kube.errors import AlreadyExists
 from lab.kube.ids import fnv32a, safe_encode
 from lab.kube.jsonutil import copy_obj, get_path
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

@@ -9,10 +9,9 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.controllers.base import condition, set_condition
 from lab.kube.jsonutil import get_path, parse_time, rfc3339
-
-JsonObject = dict[str, Any]
 
 
 def resolve(value: Any, total: int, *, round_up: bool) -> int:

@@ -13,6 +13,7 @@ import contextlib
 from datetime import datetime
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
     CONTROLLER_MANAGER,
@@ -29,8 +30,6 @@ from lab.kube.ids import fnv32a, safe_encode
 from lab.kube.jsonutil import copy_obj, get_path
 from lab.kube.selectors import from_match_labels
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY = "endpointslice.kubernetes.io/managed-by"

@@ -16,8 +16,8 @@ import heapq
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube import quantity
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import condition, rt_of, write_status
@@ -31,7 +31,6 @@ from lab.kube.store import Change
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 MANAGER = "kubelet"
 COMPONENT = "kubelet"

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import CONTROLLER_MANAGER, WorkQueue, rt_of, run_keys
 from lab.kube.errors import AlreadyExists, ApiError, NotFound
 from lab.kube.jsonutil import copy_obj, get_path
 from lab.kube.resources import RESOURCES
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 #: Kinds that carry ownerReferences in the lab.
 DEPENDENT_KINDS = (

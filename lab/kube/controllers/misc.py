@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from lab.kube import scale as scale_api
 from lab.kube.api import KubeApi
@@ -27,8 +26,6 @@ from lab.kube.errors import ApiError
 from lab.kube.jsonutil import copy_obj, get_path, rfc3339
 from lab.kube.resources import by_kind
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 
 class VolumeBinder:

@@ -11,8 +11,8 @@ elsewhere. When the node is Ready again the taints go.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
     CONTROLLER_MANAGER,
@@ -26,8 +26,6 @@ from lab.kube.controllers.base import (
 from lab.kube.errors import NotFound
 from lab.kube.jsonutil import copy_obj, get_path, parse_time, rfc3339
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"

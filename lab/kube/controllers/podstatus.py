@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.ids import digest
 from lab.kube.jsonutil import get_path, rfc3339
-
-JsonObject = dict[str, Any]
 
 
 def normalize_image(image: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube import quantity
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import CONTROLLER_MANAGER, WorkQueue, run_keys, write_status
@@ -20,8 +20,6 @@ from lab.kube.errors import Forbidden
 from lab.kube.jsonutil import get_path
 from lab.kube.resources import ResourceType
 from lab.kube.store import Change, Store
-
-JsonObject = dict[str, Any]
 
 #: Object-count resources by kind, in both spellings the real server accepts.
 _COUNTS = {

@@ -12,6 +12,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
     CONTROLLER_MANAGER,
@@ -36,7 +37,6 @@ from lab.kube.store import Change
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 #: Pods created per ReplicaSet per pass (the real controller's slow-start burst).
 BURST = 500

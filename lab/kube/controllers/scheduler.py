@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube import quantity
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
@@ -30,8 +30,6 @@ from lab.kube.controllers.base import (
 from lab.kube.jsonutil import copy_obj, get_path, rfc3339
 from lab.kube.selectors import LabelSelector, Requirement
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 MANAGER = "kube-scheduler"
 COMPONENT = "default-scheduler"

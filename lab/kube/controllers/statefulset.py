@@ -11,8 +11,8 @@ bound. ControllerRevision objects are not kept.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.api import KubeApi
 from lab.kube.controllers.base import (
     CONTROLLER_MANAGER,
@@ -31,8 +31,6 @@ from lab.kube.controllers.replicaset import pod_from_template
 from lab.kube.errors import AlreadyExists, ApiError, NotFound
 from lab.kube.jsonutil import get_path
 from lab.kube.store import Change
-
-JsonObject = dict[str, Any]
 
 REVISION_LABEL = "controller-revision-hash"
 COMPONENT = "statefulset-controller"

@@ -17,6 +17,7 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict, MultiMapping
 
+from agents.model import JsonObject
 from lab.kube import scale
 from lab.kube.api import KubeApi
 from lab.kube.errors import (
@@ -42,7 +43,6 @@ from lab.kube.store import Stored
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 MAX_BODY = 3 * 1024 * 1024
 DEFAULT_WATCH_TIMEOUT_S = 1800.0

@@ -8,12 +8,9 @@ enough: clients that ask for aggregated discovery fall back to it.
 
 from __future__ import annotations
 
-from typing import Any
-
+from agents.model import JsonObject
 from lab.kube.resources import GROUP_VERSIONS, SCALE_GROUP, SCALE_VERSION, resources_of
 from lab.kube.server import openapi
-
-JsonObject = dict[str, Any]
 
 KUBE_VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-lab"}
 

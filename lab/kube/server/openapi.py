@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.resources import GROUP_VERSIONS, resources_of
-
-JsonObject = dict[str, Any]
 
 _VERSION = "v1.32.0-lab"
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.jsonutil import get_path, humanize_age, parse_time
 from lab.kube.selectors import selector_string
-
-JsonObject = dict[str, Any]
 
 
 def _age(obj: JsonObject, now: datetime) -> str:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from agents.model import JsonObject
 from lab.kube.server import printers
 
-JsonObject = dict[str, Any]
 Column = tuple[str, str, int]  # name, type, priority
 Printer = Callable[[JsonObject, datetime], list[Any]]
 

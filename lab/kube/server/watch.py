@@ -15,10 +15,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
+from agents.model import JsonObject
 from lab.kube.errors import Gone
 from lab.kube.jsonutil import dumps
 from lab.kube.resources import ResourceType
@@ -27,7 +27,6 @@ from lab.kube.store import Change, Store, Stored
 
 logger = logging.getLogger(__name__)
 
-JsonObject = dict[str, Any]
 
 #: Put on a session's queue to end it (server shutdown).
 CLOSE: tuple[str, JsonObject] = ("CLOSE", {})

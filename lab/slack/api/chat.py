@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from agents.model import JsonObject
 from lab.slack.api.context import Call
 from lab.slack.content import bot_message, content, thread_root
 from lab.slack.errors import ApiError
 from lab.slack.events import message_events
-from lab.slack.records import Channel, JsonObject, Message
+from lab.slack.records import Channel, Message
 from lab.slack.store import SLACKBOT
 from lab.slack.wire import message_json
 

@@ -16,9 +16,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agents.model import JsonObject
 from lab.slack.config import TokenKind
 from lab.slack.errors import ApiError, invalid_arguments
-from lab.slack.records import Channel, JsonObject, OutgoingEvent, TokenGrant
+from lab.slack.records import Channel, OutgoingEvent, TokenGrant
 from lab.slack.store import WorkspaceState
 
 T = TypeVar("T")

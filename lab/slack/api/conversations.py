@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from agents.model import JsonObject
 from lab.slack.api.context import Call, paginate
 from lab.slack.errors import ApiError
 from lab.slack.events import member_joined_event
-from lab.slack.records import Channel, JsonObject, Message, TopicValue
+from lab.slack.records import Channel, Message, TopicValue
 from lab.slack.store import SLACKBOT
 from lab.slack.wire import channel_json, message_json
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agents.model import JsonObject
 from lab.slack.api.context import Call, paginate
 from lab.slack.config import TokenKind
 from lab.slack.errors import ApiError
-from lab.slack.records import JsonObject
 from lab.slack.wire import group_json, user_json
 
 

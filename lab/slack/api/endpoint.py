@@ -16,12 +16,13 @@ from typing import Any
 
 from aiohttp import web
 
+from agents.model import JsonObject
 from lab.slack.api import chat, conversations, directory, files, pins, views
 from lab.slack.api.context import Args, Call
 from lab.slack.config import TokenKind
 from lab.slack.errors import ApiError
 from lab.slack.limits import ApiCall, CallLog, RateLimiter
-from lab.slack.records import JsonObject, OutgoingEvent
+from lab.slack.records import OutgoingEvent
 from lab.slack.store import WorkspaceState
 
 logger = logging.getLogger(__name__)

@@ -11,12 +11,13 @@ import mimetypes
 import secrets
 from pathlib import PurePosixPath
 
+from agents.model import JsonObject
 from lab.slack.api.chat import require_post_access
 from lab.slack.api.context import Call
 from lab.slack.content import bot_message, thread_root
 from lab.slack.errors import ApiError, invalid_arguments
 from lab.slack.events import message_events
-from lab.slack.records import File, JsonObject
+from lab.slack.records import File
 from lab.slack.store import WorkspaceState
 from lab.slack.wire import file_json
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+from agents.model import JsonObject
 from lab.slack.api.context import Call
 from lab.slack.errors import ApiError
-from lab.slack.records import Channel, JsonObject, Message, Pin
+from lab.slack.records import Channel, Message, Pin
 from lab.slack.wire import message_json
 
 MAX_PINS = 100

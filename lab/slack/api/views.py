@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 
+from agents.model import JsonObject
 from lab.slack.api.context import Call
 from lab.slack.blocks import check_view
 from lab.slack.errors import ApiError, invalid_arguments
-from lab.slack.records import JsonObject, Trigger
+from lab.slack.records import Trigger
 from lab.slack.views_flow import MAX_STACK, external_id_taken, fill, new_view
 from lab.slack.wire import view_json
 

@@ -16,11 +16,12 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
+from agents.model import JsonObject
 from lab.slack.delivery.http_mode import HttpSender
 from lab.slack.delivery.outcome import Delivery, EnvelopeKind, Transport
 from lab.slack.delivery.socket_mode import SocketHub
 from lab.slack.events import event_callback
-from lab.slack.records import JsonObject, OutgoingEvent
+from lab.slack.records import OutgoingEvent
 from lab.slack.store import WorkspaceState
 
 logger = logging.getLogger(__name__)

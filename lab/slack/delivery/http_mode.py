@@ -18,9 +18,9 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from agents.model import JsonObject
 from lab.slack.delivery.outcome import EnvelopeKind
 from lab.slack.delivery.socket_mode import AckResult
-from lab.slack.records import JsonObject
 from lab.slack.store import WorkspaceState
 
 USER_AGENT = "Slackbot 1.0 (+https://api.slack.com/robots)"

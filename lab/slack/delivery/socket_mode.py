@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from lab.slack.records import JsonObject
+from agents.model import JsonObject
 from lab.slack.store import WorkspaceState
 
 logger = logging.getLogger(__name__)

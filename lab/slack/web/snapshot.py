@@ -7,7 +7,8 @@ Slack's own JSON, so the page renders exactly what the app sent.
 
 from __future__ import annotations
 
-from lab.slack.records import Channel, JsonObject, User
+from agents.model import JsonObject
+from lab.slack.records import Channel, User
 from lab.slack.store import SLACKBOT, WorkspaceState
 from lab.slack.wire import message_json, view_json
 

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from agents.detection.alertmanager import parse_webhook
-from agents.model import AlertStatus
+from agents.model import AlertStatus, JsonObject
 from lab.alerts import AlertState, HttpWebhook, LabAlert, Route, WebhookError, WebhookNotifier
 from lab.alerts.fingerprint import ZERO_TIME, _add, fingerprint, go_time
-from lab.alerts.webhook import JsonObject
 from lab.clock import LAB_EPOCH
 from lab.faults import fault
 from lab.sim.world import LabWorld, WorldConfig
