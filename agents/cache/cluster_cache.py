@@ -129,7 +129,9 @@ class _Packed:
 def _pack(obj: KubeObject, lean: str | None) -> _Packed:
     if lean is not None:
         obj = _lean(obj, lean)
-    data = json.dumps(obj.body, separators=(",", ":"), ensure_ascii=False).encode()
+    # ASCII with escapes, not UTF-8: a body may hold a lone surrogate ("\ud800" in the
+    # server's JSON parses to one), which UTF-8 cannot encode; escaped, it comes back intact.
+    data = json.dumps(obj.body, separators=(",", ":")).encode("ascii")
     return _Packed(obj.name, _labels(obj), data)
 
 

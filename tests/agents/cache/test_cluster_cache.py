@@ -8,6 +8,7 @@ watches the server refuses (410 Gone) answers live and re-lists after growing pa
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -385,6 +386,12 @@ def test_a_store_hands_out_its_own_copies_and_parses_only_what_a_selector_keeps(
 
     selected = store.items(lambda labels: labels.get("app") == "geo")
     assert selected is not None and [o.name for o in selected] == ["geo-1"]
+
+    odd = _pod("odd-1", "odd")
+    odd.body["status"]["message"] = json.loads('"half a pair: \\ud800"')  # a lone surrogate
+    store.apply("ADDED", odd)
+    kept = store.items(lambda labels: labels.get("app") == "odd")
+    assert kept is not None and kept[0].body == _lean(odd, "Pod").body
 
     store.apply("MODIFIED", _pod("geo-1", "cart"))
     store.apply("DELETED", _pod("cart-1", "cart"))
