@@ -51,6 +51,20 @@ def container_of(
     return spec.containers[0]
 
 
+def touch_suspect(facts: Facts, touch: Touch, reason: str) -> Suspect:
+    """The object and field a recorded change touched, with its value before the change as
+    the last known good."""
+    return Suspect(
+        kind=touch.kind,
+        namespace=facts.ns,
+        name=touch.name,
+        field=touch.path,
+        current=touch.new,
+        last_known_good=touch.old,
+        reason=reason,
+    )
+
+
 def workload_suspect(
     facts: Facts,
     service: str,

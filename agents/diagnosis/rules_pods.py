@@ -17,12 +17,13 @@ from agents.diagnosis.candidate import (
     Candidate,
     container_of,
     touch_keys,
+    touch_suspect,
     workload_suspect,
 )
 from agents.diagnosis.changes import is_controller
 from agents.diagnosis.facts import Facts, Touch
 from agents.diagnosis.graph import Reference, references
-from agents.diagnosis.observe import WorkloadSpec
+from agents.diagnosis.observe import ContainerSpec, WorkloadSpec
 from agents.diagnosis.signs import Sign
 from agents.diagnosis.state import CONFIG_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
@@ -31,22 +32,29 @@ from agents.model import WorkloadState
 _C = "spec.template.spec.containers"
 
 
+def _image_suspect(
+    facts: Facts, service: str, c: ContainerSpec | None, *, reason: str
+) -> tuple[Suspect, list[Touch]]:
+    """The suspect when a container's image is to blame: that container's image field (the
+    first container's when none is named), and the recorded changes that touched an image."""
+    return workload_suspect(
+        facts,
+        service,
+        f"{_C}[{c.index if c else 0}].image",
+        c.image if c else None,
+        touch_pattern=r"image",
+        container=c,
+        reason=reason,
+    )
+
+
 def image_pull(facts: Facts, service: str) -> Iterator[Candidate]:
     """A rollout references an image the registry does not have ⇒ operation error."""
     s = facts.symptoms[service]
     if not s.pull:
         return
     c = container_of(facts, service, PULL_REASONS)
-    index = c.index if c else 0
-    suspect, touches = workload_suspect(
-        facts,
-        service,
-        f"{_C}[{index}].image",
-        c.image if c else None,
-        touch_pattern=r"image",
-        container=c,
-        reason="image cannot be pulled",
-    )
+    suspect, touches = _image_suspect(facts, service, c, reason="image cannot be pulled")
     yield Candidate(
         service=service,
         category=VIRT_OPERATION,
@@ -224,7 +232,7 @@ def _crash_on_config(
         t for t in facts.changed_recently(service) if re.search(r"env|data\.|command|args", t.path)
     ]
     line = (signs.get(Sign.BAD_CONFIG) or signs.get(Sign.EXEC) or [""])[0].strip()
-    suspect = _touch_suspect(facts, touches[0], "setting the program rejects") if touches else None
+    suspect = touch_suspect(facts, touches[0], "setting the program rejects") if touches else None
     return Candidate(
         service=service,
         category=APP_MISCONFIG,
@@ -243,16 +251,7 @@ def _crash_on_panic(
     images = facts.touched(None, service, r"\.image$|image")
     line = (signs.get(Sign.PANIC) or signs.get(Sign.ERROR) or [""])[0].strip()
     c = container_of(facts, service, frozenset({"CrashLoopBackOff", "Error"}))
-    index = c.index if c else 0
-    suspect, touches = workload_suspect(
-        facts,
-        service,
-        f"{_C}[{index}].image",
-        c.image if c else None,
-        touch_pattern=r"image",
-        container=c,
-        reason="the new image crashes at start",
-    )
+    suspect, touches = _image_suspect(facts, service, c, reason="the new image crashes at start")
     yield Candidate(
         service=service,
         category=APP_CODE,
@@ -285,7 +284,7 @@ def _crash_unexplained(facts: Facts, service: str, keys: list[str]) -> Iterator[
             explanation=f"{service} crash-loops after a change of {touches[0].path}",
             rule="crash-after-change",
             keys=(*keys, *touch_keys(touches)),
-            suspect=_touch_suspect(facts, touches[0], "changed just before the crash loop"),
+            suspect=touch_suspect(facts, touches[0], "changed just before the crash loop"),
         )
     yield Candidate(
         service=service,
@@ -353,21 +352,6 @@ def _dial_candidate(
             container=ref.container.name,
             reason=why,
         ),
-    )
-
-
-def _touch_suspect(facts: Facts, touch: object, reason: str) -> Suspect:
-    from agents.diagnosis.facts import Touch
-
-    assert isinstance(touch, Touch)
-    return Suspect(
-        kind=touch.kind,
-        namespace=facts.ns,
-        name=touch.name,
-        field=touch.path,
-        current=touch.new,
-        last_known_good=touch.old,
-        reason=reason,
     )
 
 

@@ -16,6 +16,7 @@ from agents.diagnosis.candidate import (
     VIRT_NETWORK,
     Candidate,
     touch_keys,
+    touch_suspect,
     workload_suspect,
 )
 from agents.diagnosis.changes import json_diff
@@ -207,15 +208,7 @@ def _client_change(
         f"{t.path} changed",
         rule="auth-client-change",
         keys=(*keys, t.key),
-        suspect=Suspect(
-            kind=t.kind,
-            namespace=facts.ns,
-            name=t.name,
-            field=t.path,
-            current=t.new,
-            last_known_good=t.old,
-            reason="credentials changed",
-        ),
+        suspect=touch_suspect(facts, t, "credentials changed"),
     )
 
 
@@ -522,15 +515,7 @@ def recent_change(facts: Facts, service: str) -> Iterator[Candidate]:
         + (f" from {t.old!r} to {t.new!r}" if t.old is not None or t.new is not None else ""),
         rule="recent-change",
         keys=(t.key, *facts.keys(service, "pods", "signals", "logs")),
-        suspect=Suspect(
-            kind=t.kind,
-            namespace=facts.ns,
-            name=t.name,
-            field=t.path,
-            current=t.new,
-            last_known_good=t.old,
-            reason="changed just before the incident",
-        ),
+        suspect=touch_suspect(facts, t, "changed just before the incident"),
     )
 
 
