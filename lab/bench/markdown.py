@@ -73,6 +73,11 @@ def summary_table(report: BenchReport) -> list[str]:
         ),
         ("Writes outside the ground truth", lambda s: str(s.writes_outside_truth)),
         ("Plans replaced by the plan noise", lambda s: str(s.noisy_plans)),
+        (
+            "**Acted when wrong** (writes after a wrong diagnosis)",
+            lambda s: f"**{s.acted_when_wrong}**",
+        ),
+        ("Abstained (incident to a person, no write)", lambda s: str(s.abstained)),
         ("Escalations", lambda s: str(s.escalations)),
         ("Rollbacks", lambda s: str(s.rollbacks)),
         ("Transactions / writes", lambda s: f"{s.attempts} / {s.actions}"),

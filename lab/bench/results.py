@@ -46,6 +46,11 @@ class RunResult:
     rollbacks: int = 0  # transactions whose undo entries were re-applied
     escalated: bool = False
     plans: tuple[str, ...] = ()  # each transaction: "status: what it did"
+    #: A write executed although the first diagnosis was wrong (service or category), or in a
+    #: control: the worst outcome, a confident wrong write.
+    acted_when_wrong: bool = False
+    #: The primary incident went to a person with no write at all: "no automatic change".
+    abstained: bool = False
     # safety
     tnr_violations: int = 0
     tnr_details: tuple[str, ...] = ()
@@ -105,6 +110,8 @@ class AgentSummary:
     noisy_plans: int  # plans the fallible planner replaced
     escalations: int
     rollbacks: int
+    acted_when_wrong: int  # runs
+    abstained: int  # runs
     # beyond the required figures
     mitigated_rate_undoable: float  # expect: mitigated only
     escalated_rate_unfixable: float  # expect: escalated only

@@ -348,3 +348,37 @@ def test_writes_outside_the_ground_truth_and_drift_reach_the_result_and_summary(
     )
     assert summary.noisy_plans == 1
     assert "collateral_drift" in result.to_json() and "pages" in summary.to_json()
+
+
+def test_a_write_after_a_wrong_diagnosis_is_counted_as_acting_when_wrong() -> None:
+    wrong = _incident("inc-1", 40.0, diagnoses=(_diagnosis(40.0, "search", "geo"),))
+    result = score_run(_scenario(Expect.MITIGATED), "stratus", _facts(incidents=(wrong,)), wall_s=0)
+    assert result.acted_when_wrong and not result.abstained
+    right = score_run(_scenario(Expect.MITIGATED), "stratus", _facts(), wall_s=0)
+    assert not right.acted_when_wrong
+    # The right service with the wrong category is still a wrong diagnosis.
+    miscat = _incident(
+        "inc-1", 40.0, diagnoses=(_diagnosis(40.0, "geo", category="application/code_defect"),)
+    )
+    assert score_run(
+        _scenario(Expect.MITIGATED), "stratus", _facts(incidents=(miscat,)), wall_s=0
+    ).acted_when_wrong
+
+
+def test_an_incident_handed_to_a_person_with_no_write_is_an_abstention() -> None:
+    held = _incident(
+        "inc-1",
+        40.0,
+        diagnoses=(_diagnosis(40.0, "search", "geo"),),
+        transactions=(),
+        states=("detected", "diagnosing", "diagnosed", "planning", "escalated", "closed"),
+    )
+    result = score_run(
+        _scenario(Expect.MITIGATED), "stratus", _facts(incidents=(held,), writes=()), wall_s=0
+    )
+    assert result.abstained and not result.acted_when_wrong
+    summary = summarize("stratus", "d", [result])
+    assert (summary.abstained, summary.acted_when_wrong) == (1, 0)
+    # A control with a write: acting when nothing was wrong.
+    control = score_run(_scenario(Expect.NO_INCIDENT), "stratus", _facts(injections=()), wall_s=0)
+    assert control.acted_when_wrong
