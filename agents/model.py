@@ -467,6 +467,9 @@ class Hypothesis:
     confidence: float  # 0..1
     explanation: str
     evidence: tuple[int, ...] = ()  # indexes into Diagnosis.evidence
+    #: The reason the cluster prints for the service's trouble (CreateContainerConfigError,
+    #: FailedScheduling, OOMKilled…), read from its state; None when it shows none.
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

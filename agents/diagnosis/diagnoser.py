@@ -23,6 +23,7 @@ from agents.diagnosis.facts import Facts
 from agents.diagnosis.graph import lies_below
 from agents.diagnosis.handlers import HandlerSet, load_handlers
 from agents.diagnosis.items import Item, clip
+from agents.diagnosis.kreason import kube_reason
 from agents.diagnosis.llm import LanguageModel
 from agents.diagnosis.observe import Observations
 from agents.diagnosis.ports import JournalView, Redactor, SimilarSearch
@@ -192,6 +193,9 @@ class Diagnoser:
         bundle = (*diagnosis.evidence, evidence)
         return replace(
             diagnosis,
+            hypotheses=tuple(
+                replace(h, reason=kube_reason(facts, h.service)) for h in diagnosis.hypotheses
+            ),
             evidence=bundle,
             summary=summary,
             evidence_tokens=bundle_tokens(bundle, self.estimator),

@@ -43,6 +43,7 @@ def diagnosis_to_json(d: Diagnosis) -> JsonObject:
                 "confidence": h.confidence,
                 "explanation": h.explanation,
                 "evidence": list(h.evidence),
+                "reason": h.reason,
             }
             for h in d.hypotheses
         ],
@@ -98,6 +99,7 @@ def diagnosis_from_json(data: JsonObject) -> Diagnosis:
                 confidence=float(h["confidence"]),
                 explanation=str(h.get("explanation", "")),
                 evidence=tuple(int(i) for i in h.get("evidence", [])),
+                reason=h.get("reason") or None,
             )
             for h in data.get("hypotheses", [])
         ),

@@ -60,6 +60,11 @@ def evidence_text(diagnosis: Diagnosis) -> str:
     return "\n".join(parts)
 
 
+def _reason(reason: str | None) -> str:
+    """` (CreateContainerConfigError)` after a category: the word to search runbooks for."""
+    return f" (`{escape(reason)}`)" if reason else ""
+
+
 def _too_long_for_messages(diagnosis: Diagnosis) -> bool:
     total = sum(len(e.summary) + len(e.detail) for e in diagnosis.evidence)
     return total > SECTION_TEXT_MAX or len(diagnosis.evidence) > EVIDENCE_SHOWN
@@ -71,12 +76,13 @@ def _root_cause(diagnosis: Diagnosis) -> list[Block]:
     blocks: list[Block] = [
         header(f"Diagnosis: {top.service}"),
         section(
-            f":mag: *Root cause:* `{escape(top.service)}` — {top.category} "
+            f":mag: *Root cause:* `{escape(top.service)}` — {top.category}{_reason(top.reason)} "
             f"(confidence {t.percent(top.confidence)})\n{esc(top.explanation, 1200)}"
         ),
         fields(
             [
                 ("Category", str(top.category)),
+                ("Kubernetes reason", escape(top.reason) if top.reason else "none shown"),
                 ("Confidence", t.percent(top.confidence)),
                 ("Reasoner", escape(diagnosis.reasoner)),
                 ("Evidence", t.plural(len(diagnosis.evidence), "item")),
@@ -185,7 +191,8 @@ def render_diagnosis_details(incident: Incident, diagnosis: Diagnosis) -> View:
     for number, hypothesis in enumerate(diagnosis.hypotheses[:5], start=1):
         blocks.append(
             context(
-                f"{number}. `{escape(hypothesis.service)}` {hypothesis.category} "
+                f"{number}. `{escape(hypothesis.service)}` {hypothesis.category}"
+                f"{_reason(hypothesis.reason)} "
                 f"{t.percent(hypothesis.confidence)} — {esc(hypothesis.explanation, 600)}"
             )
         )

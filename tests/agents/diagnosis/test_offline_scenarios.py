@@ -61,6 +61,7 @@ def test_image_pull_after_an_image_change_is_an_operation_error(run: Run, make: 
     faults.image_pull(w, service, caller)
     d = run(w, caller, "KubePodNotReady")
     assert top(d) == (service, "virtualization/operation_error")
+    assert d.top.reason in {"ErrImagePull", "ImagePullBackOff"}
     assert suspect_field(d).endswith(f"/{service}#spec.template.spec.containers[0].image")
     assert suspects_of(d)[0].last_known_good is not None
 
@@ -70,6 +71,7 @@ def test_new_image_panicking_at_start_is_a_code_defect(run: Run) -> None:
     faults.bad_build(w, "rate", caller="search")
     d = run(w, "search", "KubePodCrashLooping")
     assert top(d) == ("rate", "application/code_defect")
+    assert d.top.reason == "CrashLoopBackOff"
     assert suspect_field(d).endswith("/rate#spec.template.spec.containers[0].image")
     panic_logs = [e for e in d.evidence if "panic" in e.detail and "previous" in e.source]
     assert panic_logs, "the previous container's panic is part of the evidence"
@@ -156,6 +158,7 @@ def test_timeouts_to_a_healthy_unchanged_service_are_the_network(run: Run) -> No
     faults.network_delay(w, "geo", caller="search")
     d = run(w, "search", "HighLatency")
     assert top(d) == ("geo", "virtualization/network")
+    assert d.top.reason is None  # the cluster prints no reason for a slow network path
 
 
 def test_latency_with_cpu_at_a_lowered_limit_is_cpu_limit_misconfiguration(run: Run) -> None:
@@ -172,6 +175,7 @@ def test_oom_killed_below_the_working_set_is_memory_limit_misconfiguration(run: 
     faults.oom(w, "recommendation")
     d = run(w, "recommendation", "KubePodCrashLooping")
     assert top(d) == ("recommendation", "virtualization/misconfiguration")
+    assert d.top.reason == "OOMKilled"
     assert suspect_field(d).endswith("#spec.template.spec.containers[0].resources.limits.memory")
 
 
@@ -180,6 +184,7 @@ def test_node_selector_matching_no_node_is_virtualization_misconfiguration(run: 
     faults.node_selector(w, "checkout")
     d = run(w, "checkout", "KubePodNotScheduled")
     assert top(d) == ("checkout", "virtualization/misconfiguration")
+    assert d.top.reason == "FailedScheduling"
     assert suspect_field(d).endswith("/checkout#spec.template.spec.nodeSelector")
 
 
@@ -188,6 +193,7 @@ def test_quota_refusing_pods_is_a_quota_misconfiguration(run: Run) -> None:
     faults.quota(w, "reservation")
     d = run(w, "reservation", "KubeDeploymentReplicasMismatch")
     assert top(d) == ("reservation", "virtualization/misconfiguration")
+    assert d.top.reason == "FailedCreate"
     assert suspect_field(d) == "object:ResourceQuota/hotel-reservation/compute#spec.hard.pods"
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from agents.actions import PatchService
 from agents.detection.events import AlertsUpdated
+from agents.incident.codec import diagnosis_from_json, diagnosis_to_json
 from agents.model import (
     Alert,
     AlertStatus,
@@ -180,6 +181,24 @@ def test_diagnosis_says_its_explanation_once_and_names_the_service_once() -> Non
     shown = "\n".join(str(b) for b in blocks)
     assert shown.count("which no container of geo listens on") == 1
     assert "geo: CPU" not in shown and "CPU use at 74%" in shown
+
+
+def test_diagnosis_names_the_kubernetes_reason_to_search_for() -> None:
+    d = diagnosis()
+    with_reason = replace(d, hypotheses=(replace(d.top, reason="CreateContainerConfigError"),))
+    shown = "\n".join(
+        str(b) for b in render_diagnosis(incident(), with_reason, ref="1").payload()[1]
+    )
+    assert "`CreateContainerConfigError`" in shown and "Kubernetes reason" in shown
+    none = "\n".join(str(b) for b in render_diagnosis(incident(), d, ref="1").payload()[1])
+    assert "none shown" in none  # an absent reason is said, never invented
+
+
+def test_a_diagnosis_keeps_its_reason_through_the_store() -> None:
+    d = diagnosis()
+    d = replace(d, hypotheses=(replace(d.top, reason="OOMKilled"), *d.hypotheses[1:]))
+    back = diagnosis_from_json(diagnosis_to_json(d))
+    assert [h.reason for h in back.hypotheses] == [h.reason for h in d.hypotheses]
 
 
 def test_a_finished_transaction_is_told_once() -> None:
