@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 from agents.model import JsonObject
 from lab.bench.errors import ScenarioRunError
 from lab.bench.scenario import (
+    ConfigEdit,
     CordonNode,
     DeletePod,
     NetworkBlip,
     RolloutRestart,
+    ScaleUp,
     SetImage,
     WarningEvent,
 )
@@ -43,7 +45,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-NoiseStep = DeletePod | RolloutRestart | SetImage | WarningEvent | CordonNode | NetworkBlip
+NoiseStep = (
+    DeletePod
+    | RolloutRestart
+    | SetImage
+    | WarningEvent
+    | CordonNode
+    | NetworkBlip
+    | ScaleUp
+    | ConfigEdit
+)
 
 FIELD_MANAGER = "kubectl"
 
@@ -63,6 +74,8 @@ def apply_noise(world: LabWorld, app: str, step: NoiseStep, later: Later) -> str
         "warning-event": _warning_event,
         "cordon-node": _cordon_node,
         "network-blip": _network_blip,
+        "scale": _scale_up,
+        "config-edit": _config_edit,
     }
     bundle = next(b for b in world.bundles if b.name == app)
     ctx = FaultContext(
@@ -178,3 +191,71 @@ def _network_blip(world: LabWorld, ctx: FaultContext, step: NoiseStep, later: La
         until=ctx.now + timedelta(seconds=step.duration),
     )
     return f"network into {ctx.target}: +{step.delay_ms:g} ms for {step.duration:g}s"
+
+
+def _scale_up(world: LabWorld, ctx: FaultContext, step: NoiseStep, later: Later) -> str:
+    assert isinstance(step, ScaleUp)
+    dep = deployment_of(ctx)
+    name = str(dep["metadata"]["name"])
+    old = int(dep["spec"].get("replicas", 1))
+    if step.replicas < old:
+        raise ScenarioRunError(
+            f"noise scale {name}: {old} → {step.replicas} lowers capacity; noise must be harmless"
+        )
+    ctx.patch(
+        "Deployment",
+        name,
+        {"spec": {"replicas": step.replicas}},
+        patch_type="merge",
+        change=f"Deployment/{name}: spec.replicas {old} → {step.replicas} (kubectl scale)",
+    )
+    return ctx.changes[-1]
+
+
+def _config_edit(world: LabWorld, ctx: FaultContext, step: NoiseStep, later: Later) -> str:
+    assert isinstance(step, ConfigEdit)
+    cm = world.api.get("ConfigMap", ctx.namespace, step.config_map)
+    if cm is None:
+        raise ScenarioRunError(f"noise config-edit: no ConfigMap {step.config_map!r}")
+    readers = _readers(world, ctx.namespace, step.config_map, step.key)
+    if readers:
+        raise ScenarioRunError(
+            f"noise config-edit {step.config_map}/{step.key}: read by "
+            f"{', '.join(sorted(readers))}; noise must be harmless"
+        )
+    old = (cm.get("data") or {}).get(step.key)
+    ctx.patch(
+        "ConfigMap",
+        step.config_map,
+        {"data": {step.key: step.value}},
+        patch_type="merge",
+        change=f"ConfigMap/{step.config_map}: data.{step.key} {old!r} → {step.value!r} "
+        "(kubectl patch)",
+    )
+    return ctx.changes[-1]
+
+
+def _readers(world: LabWorld, namespace: str, config_map: str, key: str) -> set[str]:
+    """Workloads whose containers read `key` of the ConfigMap, or all of it."""
+    out: set[str] = set()
+    for kind in ("Deployment", "StatefulSet"):
+        for obj in world.api.list(kind, namespace):
+            pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            mounted = any(
+                (v.get("configMap") or {}).get("name") == config_map
+                for v in pod.get("volumes") or []
+            )
+            for c in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+                whole = any(
+                    (e.get("configMapRef") or {}).get("name") == config_map
+                    for e in c.get("envFrom") or []
+                )
+                one = any(
+                    ((e.get("valueFrom") or {}).get("configMapKeyRef") or {}).get("name")
+                    == config_map
+                    and e["valueFrom"]["configMapKeyRef"].get("key") == key
+                    for e in c.get("env") or []
+                )
+                if mounted or whole or one:
+                    out.add(f"{kind}/{obj['metadata']['name']}")
+    return out

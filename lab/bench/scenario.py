@@ -115,8 +115,37 @@ class NetworkBlip(_NoiseBase):
     duration: Seconds = 30.0
 
 
+class ScaleUp(_NoiseBase):
+    """Capacity added ahead of a busy hour: `kubectl scale` a service's Deployment up to
+    `replicas`. Refused when it would lower the count: a scale-down can remove capacity the
+    service needs, which is no longer noise."""
+
+    kind: Literal["scale"]
+    target: str
+    replicas: int = Field(ge=1, le=20, description="the new replica count (≥ the current one)")
+
+
+class ConfigEdit(_NoiseBase):
+    """A colleague adds or edits a setting no container reads yet (`kubectl patch configmap`):
+    a recorded ConfigMap change just before trouble that is not its cause. Refused when a
+    container of the app reads the key (configMapKeyRef) or the whole ConfigMap (envFrom, a
+    volume)."""
+
+    kind: Literal["config-edit"]
+    config_map: str = Field(min_length=1)
+    key: str = Field(min_length=1, pattern=r"^[-._a-zA-Z0-9]+$")
+    value: str = Field(description="the new value")
+
+
 Noise = Annotated[
-    DeletePod | RolloutRestart | SetImage | WarningEvent | CordonNode | NetworkBlip,
+    DeletePod
+    | RolloutRestart
+    | SetImage
+    | WarningEvent
+    | CordonNode
+    | NetworkBlip
+    | ScaleUp
+    | ConfigEdit,
     Field(discriminator="kind"),
 ]
 

@@ -30,6 +30,8 @@ noise:
   - {kind: warning-event, target: checkout, count: 3, at: 20}
   - {kind: cordon-node, node: lab-node-2, duration: 30, at: 25}
   - {kind: network-blip, target: currency, delay_ms: 30, duration: 20, at: 30}
+  - {kind: scale, target: frontend, replicas: 3, at: 35}
+  - {kind: config-edit, config_map: shop-config, key: BANNER_TEXT, value: "winter sale", at: 40}
 time_limits: {total: 120}
 """
 
@@ -87,10 +89,33 @@ def test_every_noise_kind_acts_and_opens_no_incident(tmp_path: Path) -> None:
         "Warning Unhealthy on Pod/checkout",
         "Node/lab-node-2 cordoned",
         "network into currency: +30 ms",
+        "Deployment/frontend: spec.replicas 2 → 3 (kubectl scale)",
+        "ConfigMap/shop-config: data.BANNER_TEXT None → 'winter sale'",
     ):
         assert what in text, text
     assert result.mitigated and result.incidents == 0 and result.actions == 0
     assert result.lab_s == 120.0
+
+
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        ("{kind: scale, target: frontend, replicas: 1, at: 5}", "lowers capacity"),
+        (
+            "{kind: config-edit, config_map: shop-config, key: CART_ADDR, value: x, at: 5}",
+            "read by Deployment/",
+        ),
+    ],
+)
+def test_noise_that_could_do_harm_is_a_scenario_error(tmp_path: Path, step: str, why: str) -> None:
+    text = (
+        CONTROL.split("noise:")[0]
+        + f"noise:\n  - {{kind: scale, target: frontend, replicas: 2, at: 1}}\n  - {step}\ntime_limits: {{total: 30}}\n"
+    )
+    (tmp_path / "harm.yaml").write_text(text, encoding="utf-8")
+    [loaded] = load_suite(tmp_path).scenarios
+    result = run_one(loaded, parse_agents("stratus")[0], BenchConfig(seed=3))
+    assert result.scenario_error and why in (result.error or ""), result.error
 
 
 def test_the_cli_reports_broken_scenarios_runs_the_rest_and_exits_non_zero(tmp_path: Path) -> None:
