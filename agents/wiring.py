@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from agents.detection.detector import Detector, DetectorConfig
 from agents.detection.scan import Scanner
 from agents.detection.scan_rules import ScanConfig
+from agents.detection.settling import Settling
 from agents.diagnosis import ClaudeSettings, Diagnoser, LanguageModel
 from agents.incident.approvals import Approvals
 from agents.incident.events import Notifier, RecordingNotifier
@@ -127,13 +128,19 @@ def build_brain(
         clock=clock,
         notifier=notifier or RecordingNotifier(),
     )
+    detector_config = detector_config or DetectorConfig(weights=defaults.weights)
     detector = Detector(
         store=store,
         meter=detection_meter,
         clock=clock,
         cluster=reader.cluster_name,
         namespaces=tuple(namespaces),
-        config=detector_config or DetectorConfig(weights=defaults.weights),
+        config=detector_config,
+        settling=(
+            Settling(lagging, window_s=detector_config.settle_s)
+            if detector_config.settle_s > 0
+            else None
+        ),
     )
     scanner = Scanner(
         reader=lagging,

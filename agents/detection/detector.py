@@ -13,7 +13,10 @@ scope joins it. For each alert the detector decides:
   none open and the alert still belongs to one that closed (`agents.detection.closure`: it
   started before that close, its window still reaches back before it, or it is an escalated
   incident's alert still firing within the hand-over cooldown); then it is recorded and
-  opens nothing (yet).
+  opens nothing (yet);
+* firing and ready, but raised by a disruption the cluster already repaired (a deleted pod
+  replaced, every pod Ready again: `agents.detection.settling`) → held once until the
+  disruption's window has passed; its own alerts resolve by then, a fault's open an incident.
 
 A new incident records its baseline μ0 and is persisted in state DETECTED with its alerts and
 a timeline event in one storage transaction, before it is announced
@@ -32,8 +35,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from agents.detection.closure import Belonging, Closures, Verdict
 from agents.detection.coalesce import Coalescer
@@ -48,6 +53,7 @@ from agents.detection.events import (
 from agents.detection.gate import AlertGate, Gate
 from agents.detection.opening import open_incident
 from agents.detection.records import alert_row, incident_from_row
+from agents.detection.settling import Repaired, Settling
 from agents.model import Alert, AlertStatus, Incident, IncidentId, IncidentState, Scope
 from agents.ports import Clock
 from agents.severity import SeverityMeter, SeverityWeights
@@ -55,6 +61,13 @@ from storage import NotFound, Store
 from storage.tables import AuditRow, IncidentRow, TimelineEventRow
 
 logger = logging.getLogger(__name__)
+
+#: An alert that started this long before the replacement pod was created still counts as
+#: the disruption's own (the errors start when the old pod goes, just before).
+_SETTLE_SLACK = timedelta(seconds=15)
+#: Alert sources evaluated by a rule engine over a window (the ones a repaired blip keeps
+#: firing), which the metrics source can be asked about again.
+_EVALUATED = frozenset({"alertmanager", "prometheus"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +88,9 @@ class DetectorConfig:
     weights: SeverityWeights = field(default_factory=SeverityWeights)
     #: Fingerprints remembered for grace and flap decisions.
     memory: int = 10_000
+    #: How long an alert raised by a disruption the cluster repaired by itself is held
+    #: (`agents.detection.settling`): the longest alert window plus a pod's start. 0: never.
+    settle_s: float = 90.0
 
 
 @dataclass(slots=True)
@@ -106,8 +122,10 @@ class Detector:
         cluster: str,
         namespaces: Collection[str] | None = None,
         config: DetectorConfig | None = None,
+        settling: Settling | None = None,
     ) -> None:
-        """`namespaces`: the namespaces Stratus covers (None: all)."""
+        """`namespaces`: the namespaces Stratus covers (None: all). `settling`: holds an
+        alert raised by a disruption the cluster has already repaired (None: never)."""
         self._store = store
         self._meter = meter
         self._clock = clock
@@ -127,6 +145,9 @@ class Detector:
         )
         #: Alert statuses of open incidents, as last written (loaded from storage on demand).
         self._held_by: dict[str, dict[str, str]] = {}
+        self._settling = settling
+        #: Alerts held once for a settling disruption → the end of their hold (never again).
+        self._settled: OrderedDict[str, datetime] = OrderedDict()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------ public
@@ -177,6 +198,7 @@ class Detector:
                 self._record_loose(alert, None, refused, run)
                 continue
             if alert.status is AlertStatus.RESOLVED:
+                self._settled.pop(alert.fingerprint, None)
                 self._gate.resolved(alert, now)
                 resolved.setdefault(scope, []).append(alert)
                 continue
@@ -196,6 +218,7 @@ class Detector:
                 self._record_loose(alert, scope, Disposition.RECORDED, run)
             firing = ready.get(scope, [])
             closed = self._closures.recent(scope, now) if firing else []
+            repaired: Repaired | bool | None = False  # False: not read yet
             opening = []
             for alert, gate in firing:
                 if gate is Gate.HELD:
@@ -207,9 +230,63 @@ class Detector:
                 if verdict is not None:
                     self._belongs(alert, scope, verdict, run)
                     continue
+                if self._settling is not None:
+                    if repaired is False and alert.fingerprint not in self._settled:
+                        repaired = self._settling.repaired(scope, now)
+                    settled = self._settle(alert, scope, repaired, now)
+                    if settled is not None:
+                        self._record_loose(alert, scope, settled, run)
+                        continue
                 opening.append(alert)
             if opening:
                 self._open(scope, opening, run)
+
+    def _settle(
+        self, alert: Alert, scope: Scope, repaired: Repaired | bool | None, now: datetime
+    ) -> Disposition | None:
+        """Whether a ready alert waits for a repaired disruption to settle: SETTLING while
+        held (once per alert, until the disruption's window has passed), RECORDED when the
+        hold ended and the alert is no longer firing (its resolution may not have been sent
+        yet), None when it goes on to open an incident."""
+        until = self._settled.get(alert.fingerprint)
+        if until is not None:
+            if now < until:
+                self._gate.wait(alert, until=until)  # a re-sent report during the hold
+                return Disposition.SETTLING
+            if not self._still_firing(alert, scope):
+                self._gate.done(alert.fingerprint)
+                return Disposition.RECORDED
+            return None
+        if not isinstance(repaired, Repaired) or alert.source not in _EVALUATED:
+            return None  # a person's declaration or the scan's own reading is never held
+        if alert.starts_at < repaired.began - _SETTLE_SLACK or now >= repaired.settled_by:
+            return None
+        self._settled[alert.fingerprint] = repaired.settled_by
+        while len(self._settled) > self._config.memory:
+            self._settled.popitem(last=False)
+        self._gate.wait(alert, until=repaired.settled_by)
+        logger.info(
+            "alert %s held until %s: %s recovered by itself from a disruption at %s",
+            alert.name,
+            repaired.settled_by,
+            repaired.workload,
+            repaired.began,
+        )
+        return Disposition.SETTLING
+
+    def _still_firing(self, alert: Alert, scope: Scope) -> bool:
+        """Whether the metrics source still shows the alert firing now. Alertmanager sends a
+        resolution late (its group interval), so a held alert is checked where it is
+        evaluated. Unknown counts as firing: an incident is the safe side of a doubt."""
+        if alert.source not in _EVALUATED:
+            return True
+        firing = self._meter.firing_alerts(scope.namespace)
+        if firing is None:
+            return True
+        return any(
+            a.name == alert.name and a.service == alert.service and a.namespace == alert.namespace
+            for a in firing
+        )
 
     def _update(
         self,

@@ -20,6 +20,7 @@ class Disposition(StrEnum):
     UPDATED = "updated"  # a new report of an alert the incident already holds
     PENDING = "pending"  # firing for less than the grace period: recorded, opens nothing yet
     HELD = "held"  # re-fired within the flap cooldown: recorded, opens nothing yet
+    SETTLING = "settling"  # raised by a disruption the cluster already repaired: held once
     RECORDED = "recorded"  # resolved, with no open incident to update
     CLOSED = "closed"  # started before its scope's latest incident closed: that one's, recorded
     HANDED_OVER = "handed_over"  # an escalated incident's alert still firing in its cooldown
