@@ -97,11 +97,18 @@ READ_PERMISSIONS: tuple[Permission, ...] = (
     _p("", "endpoints", "list watch", "ready endpoints behind each service; the cache"),
     _p("", "configmaps", "get list watch", "configuration; the cache and the journal"),
     _p("", "events", "list watch", "what the cluster reported; the cache"),
-    _p("", "resourcequotas", "get list", "quotas that block pods"),
+    _p("", "resourcequotas", "get list watch", "quotas that block pods; the journal"),
+    _p("", "limitranges", "list watch", "default and maximum limits; the journal"),
+    _p("", "persistentvolumeclaims", "list watch", "volume claims pods wait on; the journal"),
     _p("apps", "deployments", "get list watch", "workloads; the cache and the journal"),
     _p("apps", "statefulsets", "get list watch", "workloads; the cache and the journal"),
     _p("apps", "replicasets", "list watch", "rollout history (rollback); the cache"),
-    _p("autoscaling", "horizontalpodautoscalers", "get list", "autoscaler bounds"),
+    _p(
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "get list watch",
+        "autoscaler bounds; the journal",
+    ),
 )
 
 #: Write verbs per way an action writes. A catalog action replaces its target (PUT: update),

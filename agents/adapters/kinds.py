@@ -34,6 +34,7 @@ _KINDS = (
     KindInfo(api_version="v1", kind="Secret", plural="secrets", namespaced=True),
     KindInfo(api_version="v1", kind="Event", plural="events", namespaced=True),
     KindInfo(api_version="v1", kind="ResourceQuota", plural="resourcequotas", namespaced=True),
+    KindInfo(api_version="v1", kind="LimitRange", plural="limitranges", namespaced=True),
     KindInfo(
         api_version="v1",
         kind="PersistentVolumeClaim",

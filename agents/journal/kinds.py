@@ -1,7 +1,8 @@
 """The kinds the change journal watches, and which part of each it tracks.
 
-A workload's or Service's *spec*, a ConfigMap's *data*: the parts people change on purpose
-and mitigations restore. Status and server-managed metadata change all the time and say
+A workload's or Service's *spec*, a ConfigMap's *data*, and the spec of what feeds a workload
+(quotas, LimitRanges, autoscalers, volume claims): the parts people change on purpose and
+mitigations restore. Status and server-managed metadata change all the time and say
 nothing about who broke what. Secrets are never watched.
 """
 
@@ -31,7 +32,24 @@ STATEFUL_SET = WatchedKind(api_version="apps/v1", kind="StatefulSet", fields=("s
 SERVICE = WatchedKind(api_version="v1", kind="Service", fields=("spec",))
 CONFIG_MAP = WatchedKind(api_version="v1", kind="ConfigMap", fields=("data", "binaryData"))
 
-WATCHED_KINDS: tuple[WatchedKind, ...] = (DEPLOYMENT, STATEFUL_SET, SERVICE, CONFIG_MAP)
+#: What feeds a workload without being one: a quota or LimitRange refuses or shrinks its pods,
+#: an autoscaler sets its replicas, a claim holds its volume. A change to one is a suspect
+#: only when its object is on the failing path (the diagnosis decides that).
+RESOURCE_QUOTA = WatchedKind(api_version="v1", kind="ResourceQuota", fields=("spec",))
+LIMIT_RANGE = WatchedKind(api_version="v1", kind="LimitRange", fields=("spec",))
+HPA = WatchedKind(api_version="autoscaling/v2", kind="HorizontalPodAutoscaler", fields=("spec",))
+PVC = WatchedKind(api_version="v1", kind="PersistentVolumeClaim", fields=("spec",))
+
+WATCHED_KINDS: tuple[WatchedKind, ...] = (
+    DEPLOYMENT,
+    STATEFUL_SET,
+    SERVICE,
+    CONFIG_MAP,
+    RESOURCE_QUOTA,
+    LIMIT_RANGE,
+    HPA,
+    PVC,
+)
 
 #: Kinds the journal refuses to watch, whatever it is configured with.
 NEVER_WATCHED = frozenset({"Secret"})

@@ -51,6 +51,7 @@ from agents.actions.snapshot import clean, comparable, restorable
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.cache.cluster_cache import ClusterCache
 from agents.errors import Conflict
+from agents.journal import WATCHED_KINDS
 from agents.model import KubeObject, ObjectRef, OutcomeKind, Scope
 from agents.severity import SeverityMeter
 from agents.tnr import TnrLimits, TransactionEngine, TransactionRequest, Undoer, UndoStatus
@@ -227,6 +228,21 @@ def _read_everything(lab: Lab) -> None:
         close = getattr(events, "close", None)
         if close is not None:
             close()
+    # The kinds that feed a workload, which the journal follows too (it may find none).
+    for watched in WATCHED_KINDS:
+        if watched.kind in ("Deployment", "StatefulSet", "Service", "ConfigMap"):
+            continue
+        listed = bot.list_for_watch(
+            api_version=watched.api_version, kind=watched.kind, namespace=NS
+        )
+        quiet = bot.watch(
+            api_version=watched.api_version,
+            kind=watched.kind,
+            namespace=NS,
+            resource_version=listed.resource_version,
+            timeout_seconds=1,
+        )
+        list(quiet)  # nothing changes: the watch ends at its timeout
 
 
 def test_the_read_role_cannot_read_secret_values(lab: Lab) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.journal import CONFIG_MAP, ChangeJournal, WatchedKind
+from agents.journal import CONFIG_MAP, WATCHED_KINDS, ChangeJournal, WatchedKind
 from agents.model import ChangeType, KubeObject, Scope
 from agents.redact import REDACTED
 from lab.clock import LabClock
@@ -263,12 +263,8 @@ def test_secrets_are_never_listed_nor_watched(
     store: Store, clock: LabClock, cluster: FakeCluster, journal: ChangeJournal
 ) -> None:
     journal.sync(cluster)
-    assert {kind for kind, _ in cluster.list_calls} == {
-        "Deployment",
-        "StatefulSet",
-        "Service",
-        "ConfigMap",
-    }
+    listed = {kind for kind, _ in cluster.list_calls}
+    assert listed == {k.kind for k in WATCHED_KINDS} and "Secret" not in listed
     with pytest.raises(ValueError, match="never watches Secret"):
         ChangeJournal(
             store=store,
