@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agents.diagnosis import offline
+from agents.diagnosis.abstain import abstains, abstention
 from agents.diagnosis.answer import FinalAnswer, HypothesisAnswer
 from agents.diagnosis.assessment import Assessment, tied_services
 from agents.diagnosis.budget import TokenEstimator, bundle_tokens, estimate_tokens, fit
@@ -191,12 +192,19 @@ class Diagnoser:
         if tied and not summary.startswith("Tie:"):
             summary = f"Tie: {' and '.join(tied)} explain it about equally well. {summary}"
         bundle = (*diagnosis.evidence, evidence)
-        return replace(
+        diagnosis = replace(
             diagnosis,
             hypotheses=tuple(
                 replace(h, reason=kube_reason(facts, h.service)) for h in diagnosis.hypotheses
             ),
             evidence=bundle,
+        )
+        if abstains(diagnosis, tied):
+            summary += "\n\n" + self.redactor(
+                abstention(diagnosis, namespace=obs.scope.namespace, tied=tied, unhealthy=unhealthy)
+            )
+        return replace(
+            diagnosis,
             summary=summary,
             evidence_tokens=bundle_tokens(bundle, self.estimator),
         )

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from agents.actions import Action
+from agents.diagnosis.abstain import WEAK
 from agents.diagnosis.assessment import Assessment
 from agents.diagnosis.ports import JournalView
 from agents.diagnosis.suspect import Suspect, suspects_of
@@ -47,9 +48,6 @@ logger = logging.getLogger(__name__)
 #: not stop the planner from first putting back a change another hypothesis rests on: under
 #: TNR that attempt is safe, and the escalation still follows if it does not help.
 CONFIDENT = 0.8
-#: Below this confidence the best hypothesis is weak: Stratus abstains from any automatic
-#: change (DESIGN section 6, open world); a plan, if any, waits for a person.
-WEAK = 0.3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

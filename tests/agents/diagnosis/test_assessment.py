@@ -126,3 +126,19 @@ def test_two_unrelated_services_failing_alike_are_named_as_a_tie(run: Run) -> No
     assert assessment is not None
     assert set(assessment.tied) >= {"geo", "rate"}, d.hypotheses
     assert d.summary.startswith("Tie:")
+    # An abstention: what is known, what is not, the top three, read-only commands.
+    assert "No automatic change" in d.summary and "*Not known:* which of" in d.summary
+    assert "rate shows CrashLoopBackOff" in d.summary and "geo shows CrashLoopBackOff" in d.summary
+    assert f"kubectl -n {w.namespace} describe deployment/geo" in d.summary
+    commands = [line for line in d.summary.splitlines() if line.startswith("• `kubectl")]
+    assert commands and all(
+        verb in ("describe", "logs", "rollout", "get") for verb in (c.split()[4] for c in commands)
+    ), commands
+    assert not any(w in c for c in commands for w in (" delete", " apply", " patch", " scale"))
+
+
+def test_a_confident_diagnosis_does_not_abstain(run: Run) -> None:
+    w = hotel()
+    w.set_pod("geo", state="waiting", reason="CrashLoopBackOff", restart_count=5, ready=False)
+    d = run(w, None, "KubePodCrashLooping")
+    assert "No automatic change" not in d.summary
