@@ -39,6 +39,8 @@ BACKOFF_MAX_S = 300.0
 #: A container that ran this long resets its back-off, as the real kubelet's does.
 BACKOFF_RESET_S = 600.0
 OOM_EXIT = 137
+#: Start failures found before the container exists: it stays waiting with this reason.
+CONFIG_ERRORS = frozenset({"CreateContainerConfigError", "CreateContainerError"})
 
 
 class Kubelet:
@@ -347,13 +349,22 @@ class Kubelet:
         spec: JsonObject,
         now: datetime,
     ) -> None:
+        result = self.runtime.start(pod, spec, now)
+        if not result.running and result.reason in CONFIG_ERRORS:
+            # The kubelet could not build the container's config (a missing ConfigMap key,
+            # Secret...): nothing was created, so no restart is counted and no log written;
+            # the pod worker retries every 10 s (its fixed error back-off) until it resolves.
+            container.state, container.reason = "waiting", result.reason
+            container.message = result.message
+            self._event(pod, container, "Failed", f"Error: {result.message}", warning=True)
+            container.next_attempt = now + timedelta(seconds=BACKOFF_START_S)
+            return
         if container.runs:
             container.restart_count += 1
         container.runs += 1
         container.next_attempt = None
         container.container_id = f"containerd://{self.ids.hex(64)}"
         self.logs.new_instance(state.uid, container.name)
-        result = self.runtime.start(pod, spec, now)
         self.logs.append(state.uid, container.name, result.log_lines, now)
         self._event(pod, container, "Created", f"Created container: {container.name}")
         if not result.running and result.reason in ("StartError", "ContainerCannotRun"):

@@ -1,0 +1,113 @@
+"""Faults that keep a container from starting or becoming ready for a reason in its spec:
+each is injected into a running lab, shows its symptoms in pod states, events and metrics,
+and is then fixed by kubectl — never by the injector — after which the symptoms clear and the
+mitigation oracle passes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lab.faults import Injection, fault
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, healthy
+
+MakeLab = Callable[..., Lab]
+
+
+def _inject(lab: Lab, fault_id: str, **params: object) -> Injection:
+    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
+    lab.advance(15)
+    assert not lab.check(injection).mitigated
+    return injection
+
+
+def _fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, *workloads)
+
+
+def _waiting(lab: Lab, workload: str) -> set[str]:
+    return {
+        cs["state"]["waiting"].get("reason", "")
+        for cs in lab.container_states(workload)
+        if "waiting" in cs["state"]
+    }
+
+
+def _ns(lab: Lab) -> str:
+    return f'namespace="{lab.namespace}"'
+
+
+def test_readiness_probe_wrong_port(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "readiness-probe-wrong-port")
+    assert injection.target == "search" and injection.params == {"port": 8080}
+    # The new pod runs but never turns Ready; the old one keeps serving (rollout stuck).
+    states = lab.container_states("search")
+    assert any("running" in cs["state"] and not cs["ready"] for cs in states), states
+    assert any(
+        r == "Unhealthy"
+        and "Readiness probe failed: dial tcp" in m
+        and ":8080: connect: connection refused" in m
+        for r, m in lab.events("search-")
+    ), lab.events("search-")
+    unready = lab.metric(
+        f'kube_pod_container_status_ready{{{_ns(lab)},container="hotel-reserv-search"}} == 0'
+    )
+    assert any(pod.startswith("search-") for pod in unready), unready
+
+    lab.kubectl(
+        "patch",
+        "deployment/search",
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "value": 8082, '
+        '"path": "/spec/template/spec/containers/0/readinessProbe/tcpSocket/port"}]',
+    )
+    _fixed(lab, injection, "search")
+
+
+def test_readiness_probe_wrong_port_shop(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP, kubectl=False)
+    injection = _inject(lab, "readiness-probe-wrong-port")
+    assert injection.target == "product-catalog"
+    assert any(r == "Unhealthy" for r, _ in lab.events("product-catalog-"))
+    fault("readiness-probe-wrong-port").recover(lab.world, injection)
+    _fixed(lab, injection, "product-catalog")
+
+
+def test_missing_config_key(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "missing-config-key")
+    assert injection.target == "rate"
+    assert injection.params == {"key": "RATE_MONGO_ADDR", "new_key": "RATE_MONGO_ADDRESS"}
+    assert "CreateContainerConfigError" in _waiting(lab, "rate")
+    message = "couldn't find key RATE_MONGO_ADDR in ConfigMap hotel-reservation/hotel-config"
+    assert ("Failed", f"Error: {message}") in lab.events("rate-")
+    # Nothing was created: no restart counted, no Started event for the new pod.
+    waiting = [cs for cs in lab.container_states("rate") if "waiting" in cs["state"]]
+    assert waiting and all(cs["restartCount"] == 0 for cs in waiting)
+    assert waiting[0]["state"]["waiting"]["message"] == message
+    stuck = lab.metric(
+        f'kube_pod_container_status_waiting_reason{{{_ns(lab)},reason="CreateContainerConfigError"}}'
+    )
+    assert any(pod.startswith("rate-") for pod in stuck), stuck
+
+    # The fix a person makes: put the key back under its old name (the kubelet retries).
+    lab.kubectl(
+        "patch",
+        "configmap/hotel-config",
+        "--type=merge",
+        "-p",
+        '{"data": {"RATE_MONGO_ADDR": "mongodb-rate:27017"}}',
+    )
+    _fixed(lab, injection, "rate")
+
+
+def test_missing_config_key_shop(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP, kubectl=False)
+    injection = _inject(lab, "missing-config-key")
+    assert injection.target == "cart"
+    assert "CreateContainerConfigError" in _waiting(lab, "cart")
+    fault("missing-config-key").recover(lab.world, injection)
+    _fixed(lab, injection, "cart")
