@@ -20,6 +20,7 @@ from lab.faults.errors import BadParameter
 from lab.faults.kubeops import container_patch, deployment_of, main_container, rollout_restart
 from lab.faults.model import Param
 from lab.sim.kubeobj import probe_port
+from lab.sim.model import Wire
 
 MISCONFIG = Category(level=FaultLevel.VIRTUALIZATION, type=FaultType.MISCONFIGURATION)
 APP_MISCONFIG = Category(level=FaultLevel.APPLICATION, type=FaultType.MISCONFIGURATION)
@@ -161,3 +162,68 @@ class MissingConfigKey(Fault):
                 for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
                     out.update(_key_refs(container))
         return out
+
+
+#: Dependencies a start-up gate waits for (databases, caches, brokers), before any other call.
+_GATED = (Wire.MONGODB, Wire.REDIS, Wire.MEMCACHED, Wire.KAFKA)
+GATE_IMAGE = "busybox:1.36"
+
+
+class InitContainerFails(Fault):
+    id = "init-container-fails"
+    description = (
+        "add an init container that checks a dependency at a host that does not resolve "
+        "(copied from another environment); new pods stay in Init:CrashLoopBackOff"
+    )
+    category = APP_MISCONFIG
+    params = (
+        Param(
+            name="host",
+            kind=str,
+            help="the host the init container checks with nc -z",
+            default="the target's database (else first dependency) in the '<namespace>-staging' "
+            "namespace",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "user", "online-shop": "accounting"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        program = ctx.bundle.model.services[ctx.target]
+        calls = sorted(program.calls, key=lambda c: c.protocol not in _GATED)
+        if not calls:
+            raise BadParameter(f"{self.id}: {ctx.target} depends on nothing to wait for")
+        call = calls[0]
+        if "host" not in ctx.params:
+            ctx.params["host"] = f"{call.target}.{ctx.namespace}-staging"
+        host = str(ctx.params["host"])
+        if ctx.world.registry.get(GATE_IMAGE) is None:
+            raise BadParameter(f"{self.id}: the registry has no {GATE_IMAGE}")
+        dep = deployment_of(ctx)
+        name = dep["metadata"]["name"]
+        gate = f"wait-for-{call.target}"
+        existing = dep["spec"]["template"]["spec"].get("initContainers") or []
+        if any(c.get("name") == gate for c in existing):
+            raise BadParameter(f"{self.id}: {name} already has an init container {gate}")
+        script = f"nc -z -w 2 {host} {call.port}"
+        ctx.patch(
+            "Deployment",
+            name,
+            {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "initContainers": [
+                                {
+                                    "name": gate,
+                                    "image": GATE_IMAGE,
+                                    "command": ["sh", "-c", script],
+                                }
+                            ]
+                        }
+                    }
+                }
+            },
+            patch_type="strategic",
+            change=f"Deployment/{name}: init container {gate} added ({GATE_IMAGE}, "
+            f"sh -c '{script}')",
+        )

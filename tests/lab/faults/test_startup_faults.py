@@ -6,6 +6,7 @@ mitigation oracle passes."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from lab.faults import Injection, fault
 from tests.lab.faults.conftest import HOTEL, SHOP, Lab, healthy
@@ -111,3 +112,54 @@ def test_missing_config_key_shop(make_lab: MakeLab) -> None:
     assert "CreateContainerConfigError" in _waiting(lab, "cart")
     fault("missing-config-key").recover(lab.world, injection)
     _fixed(lab, injection, "cart")
+
+
+def _init_states(lab: Lab, workload: str) -> list[dict[str, Any]]:
+    return [
+        cs
+        for p in lab.pods(workload)
+        for cs in (p.get("status") or {}).get("initContainerStatuses") or []
+    ]
+
+
+def test_init_container_fails(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = fault("init-container-fails").inject(lab.world, app=HOTEL)
+    lab.advance(40)  # two failed runs and a back-off
+    assert not lab.check(injection).mitigated
+    assert injection.target == "user"
+    assert injection.params == {"host": "mongodb-user.hotel-reservation-staging"}
+    gates = _init_states(lab, "user")
+    assert gates and gates[0]["name"] == "wait-for-mongodb-user"
+    assert gates[0]["state"]["waiting"]["reason"] == "CrashLoopBackOff", gates
+    assert gates[0]["lastState"]["terminated"]["exitCode"] == 1
+    assert any(r == "BackOff" and "wait-for-mongodb-user" in m for r, m in lab.events("user-"))
+    # The old pod keeps serving; the new one never gets past its init container.
+    assert "Init:CrashLoopBackOff" in lab.kubectl("get", "pods")
+    new = next(p for p in lab.pods("user") if p["status"].get("initContainerStatuses"))
+    log = lab.kubectl("logs", new["metadata"]["name"], "-c", "wait-for-mongodb-user", "--previous")
+    assert "nc: bad address 'mongodb-user.hotel-reservation-staging'" in log
+
+    assert "rolled back" in lab.kubectl("rollout", "undo", "deployment/user")
+    _fixed(lab, injection, "user")
+
+
+def test_init_container_fails_shop(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = _inject(lab, "init-container-fails")
+    assert injection.target == "accounting"
+    assert _init_states(lab, "accounting")
+    # Any correct fix heals: here the gate is pointed at the real broker.
+    lab.kubectl(
+        "patch",
+        "deployment/accounting",
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "path": "/spec/template/spec/initContainers/0/command/2", '
+        '"value": "nc -z -w 2 kafka 9092"}]',
+    )
+    _fixed(lab, injection, "accounting")
+    assert all(
+        cs["state"].get("terminated", {}).get("exitCode") == 0
+        for cs in _init_states(lab, "accounting")
+    )
