@@ -227,3 +227,45 @@ class InitContainerFails(Fault):
             change=f"Deployment/{name}: init container {gate} added ({GATE_IMAGE}, "
             f"sh -c '{script}')",
         )
+
+
+class ImagePullUnauthorized(Fault):
+    id = "image-pull-unauthorized"
+    description = (
+        "move a workload's image to the private mirror without imagePullSecrets; the pull "
+        "gets 401 Unauthorized (ImagePullBackOff)"
+    )
+    category = MISCONFIG
+    params = (
+        Param(
+            name="registry",
+            kind=str,
+            help="the private registry host that mirrors the image (same path and tag)",
+            default="registry.lab.internal",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "reservation", "online-shop": "shipping"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        container = main_container(dep)
+        current = str(container.get("image", ""))
+        host = str(ctx.params.setdefault("registry", "registry.lab.internal"))
+        path = current.split("/", 1)[1] if "/" in current else f"library/{current}"
+        image = f"{host}/{path}"
+        registry = ctx.world.registry
+        if registry.account(image) is None:
+            raise BadParameter(f"{self.id}: {image} is not in a private repository of the lab")
+        secrets = dep["spec"]["template"]["spec"].get("imagePullSecrets") or []
+        if secrets:
+            raise BadParameter(
+                f"{self.id}: {ctx.target} already has imagePullSecrets; the pull would succeed"
+            )
+        name = dep["metadata"]["name"]
+        ctx.patch(
+            "Deployment",
+            name,
+            container_patch(container["name"], image=image),
+            patch_type="strategic",
+            change=f"Deployment/{name}: container {container['name']} image {current} → {image}",
+        )

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agents.model import JsonObject
-from lab.kube.runtime import ClusterView, ContainerHealth, PullResult, StartResult
+from lab.kube.runtime import ClusterView, ContainerHealth, Credentials, PullResult, StartResult
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env
@@ -131,8 +131,8 @@ class SimRuntime:
 
     # ------------------------------------------------------------------- PodRuntime
 
-    def pull(self, image: str) -> PullResult:
-        error = self.registry.pull_error(image)
+    def pull(self, image: str, credentials: Credentials | None = None) -> PullResult:
+        error = self.registry.pull_error(image, credentials or {})
         return PullResult(ok=error is None, message=error or "")
 
     def start(self, pod: JsonObject, container: JsonObject, now: datetime) -> StartResult:

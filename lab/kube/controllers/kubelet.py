@@ -11,8 +11,10 @@ instance before a restart. Deleted pods get Killing events and are removed.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import heapq
+import json
 import logging
 import threading
 from datetime import datetime, timedelta
@@ -301,7 +303,7 @@ class Kubelet:
             container.pulled = True
             return True
         self._event(pod, container, "Pulling", f'Pulling image "{image}"')
-        result = self.runtime.pull(image)
+        result = self.runtime.pull(image, self._pull_credentials(pod, container))
         if not result.ok:
             container.state, container.reason = "waiting", "ErrImagePull"
             container.message = result.message or f'failed to pull image "{image}"'
@@ -330,6 +332,32 @@ class Kubelet:
             f"Image size: {size} bytes.",
         )
         return True
+
+    def _pull_credentials(
+        self, pod: JsonObject, container: Container
+    ) -> dict[str, tuple[str, str]]:
+        """The registry accounts in the pod's imagePullSecrets, as the kubelet's keyring reads
+        them; a Secret that does not exist is skipped with the kubelet's warning."""
+        namespace = pod["metadata"]["namespace"]
+        out: dict[str, tuple[str, str]] = {}
+        missing: list[str] = []
+        for ref in get_path(pod, "spec", "imagePullSecrets", default=[]) or []:
+            name = str(ref.get("name", ""))
+            stored = self.api.store.get("Secret", namespace, name)
+            if stored is None:
+                missing.append(name)
+                continue
+            out.update(docker_auths(stored.obj))
+        if missing:
+            self._event(
+                pod,
+                container,
+                "FailedToRetrieveImagePullSecret",
+                f"Unable to retrieve some image pull secrets ({', '.join(missing)}); attempting "
+                "to pull the image may not succeed.",
+                warning=True,
+            )
+        return out
 
     def _show_backoff(self, pod: JsonObject, state: PodState, container: Container) -> None:
         """While waiting out a back-off, say so (once per back-off period)."""
@@ -512,6 +540,37 @@ class Kubelet:
             component=COMPONENT,
             field_path=f"spec.{group}{{{container.name}}}",
         )
+
+
+def docker_auths(secret: JsonObject) -> dict[str, tuple[str, str]]:
+    """Registry → (username, password) from a kubernetes.io/dockerconfigjson (or legacy
+    dockercfg) Secret; entries give `username`/`password` or `auth` (base64 "user:pass")."""
+    data = secret.get("data") or {}
+    try:
+        if ".dockerconfigjson" in data:
+            auths = json.loads(base64.b64decode(data[".dockerconfigjson"])).get("auths") or {}
+        elif ".dockercfg" in data:
+            auths = json.loads(base64.b64decode(data[".dockercfg"]))
+        else:
+            return {}
+    except (ValueError, TypeError, AttributeError):
+        return {}  # the kubelet ignores a malformed config and pulls anonymously
+    out: dict[str, tuple[str, str]] = {}
+    for host, entry in auths.items() if isinstance(auths, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        user, password = entry.get("username"), entry.get("password")
+        if (user is None or password is None) and entry.get("auth"):
+            try:
+                user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                continue
+        if user is not None and password is not None:
+            key = str(host).removeprefix("https://").removeprefix("http://").rstrip("/")
+            if key.startswith("index.docker.io") or key == "docker.io":
+                key = "https://index.docker.io/v1/"
+            out[key] = (str(user), str(password))
+    return out
 
 
 def _probe_failure(probe: JsonObject, ip: str) -> str:

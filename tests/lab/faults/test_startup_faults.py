@@ -163,3 +163,74 @@ def test_init_container_fails_shop(make_lab: MakeLab) -> None:
         cs["state"].get("terminated", {}).get("exitCode") == 0
         for cs in _init_states(lab, "accounting")
     )
+
+
+def _create_pull_secret(lab: Lab, password: str) -> None:
+    """`kubectl create secret docker-registry`, rendered client-side and applied (the lab's
+    API speaks JSON and YAML, not the protobuf kubectl create sends)."""
+    manifest = lab.kubectl(
+        "create",
+        "secret",
+        "docker-registry",
+        "regcred",
+        "--docker-server=registry.lab.internal",
+        "--docker-username=lab-puller",
+        f"--docker-password={password}",
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    )
+    lab.kubectl("apply", "-f", "-", stdin=manifest)
+
+
+def test_image_pull_unauthorized(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "image-pull-unauthorized")
+    assert injection.target == "reservation"
+    mirror = "registry.lab.internal/lab/hotel/hotelreservation:1.0"
+    assert injection.changes == (
+        "Deployment/reservation: container hotel-reserv-reservation image "
+        f"ghcr.io/lab/hotel/hotelreservation:1.0 → {mirror}",
+    )
+    assert _waiting(lab, "reservation") & {"ErrImagePull", "ImagePullBackOff"}
+    assert any(
+        r == "Failed"
+        and f'Failed to pull image "{mirror}"' in m
+        and "manifests/1.0: 401 Unauthorized" in m
+        for r, m in lab.events("reservation-")
+    ), lab.events("reservation-")
+    pulls = lab.metric(
+        f'kube_pod_container_status_waiting_reason{{{_ns(lab)},reason=~"ErrImagePull|ImagePullBackOff"}}'
+    )
+    assert any(pod.startswith("reservation-") for pod in pulls), pulls
+
+    # The fix that keeps the mirror: give the pods the puller account.
+    _create_pull_secret(lab, "s3cr3t-pull-token")
+    lab.kubectl(
+        "patch",
+        "deployment/reservation",
+        "-p",
+        '{"spec": {"template": {"spec": {"imagePullSecrets": [{"name": "regcred"}]}}}}',
+    )
+    _fixed(lab, injection, "reservation")
+    assert all(cs["image"] == mirror for cs in lab.container_states("reservation"))
+
+
+def test_image_pull_unauthorized_wrong_password_and_undo(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = _inject(lab, "image-pull-unauthorized")
+    assert injection.target == "shipping"
+    # A pull secret with the wrong password is refused the same way.
+    _create_pull_secret(lab, "guess")
+    lab.kubectl(
+        "patch",
+        "deployment/shipping",
+        "-p",
+        '{"spec": {"template": {"spec": {"imagePullSecrets": [{"name": "regcred"}]}}}}',
+    )
+    lab.advance(30)
+    assert _waiting(lab, "shipping") & {"ErrImagePull", "ImagePullBackOff"}
+    assert not lab.check(injection).mitigated
+
+    lab.kubectl("rollout", "undo", "deployment/shipping", "--to-revision=1")
+    _fixed(lab, injection, "shipping")
