@@ -1,6 +1,7 @@
 """Rules for pods that cannot start for a reason written in their spec, where the pod rules'
-reading would name the wrong kind of fault: a registry that refuses the pull for want of
-credentials (not a missing tag), an init container that keeps failing (not the app itself).
+reading would name the wrong kind of fault, or nothing: a registry that refuses the pull for
+want of credentials (not a missing tag), an init container that keeps failing (not the app
+itself), a readiness probe aimed at a port the container does not serve.
 
 Each states the principle of docs/taxonomy.md it applies; none knows a scenario, a fault or
 a service by name.
@@ -119,6 +120,51 @@ def init_failure(facts: Facts, service: str) -> Iterator[Candidate]:
     )
 
 
-RULES = (pull_unauthorized, init_failure)
+#: The port a failed tcpSocket/httpGet probe dialled, from the kubelet's Unhealthy event.
+_PROBE_DIAL = re.compile(r"(Readiness|Startup) probe failed:.*?dial tcp [^:\s]+:(\d+): connect")
+
+
+def probe_misaimed(facts: Facts, service: str) -> Iterator[Candidate]:
+    """Pods run but never turn Ready, and their readiness probe dials a port no container of
+    the pod declares ⇒ the probe checks the wrong port: a workload misconfiguration (the
+    process is fine; the kubelet is looking in the wrong place)."""
+    s = facts.symptoms[service]
+    spec = facts.obs.specs.get(service)
+    if spec is None or not s.total or s.ready >= s.total:
+        return
+    declared = {port for c in spec.containers for port, _ in c.ports}
+    dialled = sorted(
+        {
+            int(m.group(2))
+            for e in facts.events(service)
+            if e.type == "Warning" and (m := _PROBE_DIAL.search(e.message))
+        }
+        - declared
+    )
+    if not declared or not dialled:
+        return
+    c = spec.containers[0]
+    suspect, touches = workload_suspect(
+        facts,
+        service,
+        f"spec.template.spec.containers[{c.index}].readinessProbe",
+        None,
+        touch_pattern=r"readinessProbe|startupProbe",
+        container=c,
+        reason=f"the probe dials port {dialled[0]}, which the container does not serve",
+    )
+    yield Candidate(
+        service=service,
+        category=VIRT_MISCONFIG,
+        confidence=0.9 if touches else 0.8,
+        explanation=f"{service}'s pods never turn Ready: the readiness probe dials port "
+        f"{dialled[0]}, but the container serves {', '.join(map(str, sorted(declared)))}",
+        rule="probe-misaimed",
+        keys=(*facts.keys(service, "pods", "events"), *touch_keys(touches)),
+        suspect=suspect,
+    )
+
+
+RULES = (pull_unauthorized, init_failure, probe_misaimed)
 
 __all__ = ["RULES"]
