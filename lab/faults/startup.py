@@ -96,8 +96,7 @@ def _renamed(key: str) -> str:
 class MissingConfigKey(Fault):
     id = "missing-config-key"
     description = (
-        "rename a ConfigMap key a Deployment reads through configMapKeyRef, restart it; the "
-        "new pods fail with CreateContainerConfigError"
+        "rename a ConfigMap key a workload's env reads, restart it (CreateContainerConfigError)"
     )
     category = APP_MISCONFIG
     params = (
@@ -172,8 +171,7 @@ GATE_IMAGE = "busybox:1.36"
 class InitContainerFails(Fault):
     id = "init-container-fails"
     description = (
-        "add an init container that checks a dependency at a host that does not resolve "
-        "(copied from another environment); new pods stay in Init:CrashLoopBackOff"
+        "add an init container checking a host that does not resolve (Init:CrashLoopBackOff)"
     )
     category = APP_MISCONFIG
     params = (
@@ -232,8 +230,7 @@ class InitContainerFails(Fault):
 class ImagePullUnauthorized(Fault):
     id = "image-pull-unauthorized"
     description = (
-        "move a workload's image to the private mirror without imagePullSecrets; the pull "
-        "gets 401 Unauthorized (ImagePullBackOff)"
+        "move an image to a private mirror without imagePullSecrets (401, ImagePullBackOff)"
     )
     category = MISCONFIG
     params = (
