@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from lab.sim.images import ImageSpec
 
-#: (host, namespace or None, port or None) → does it resolve / does the port answer.
+#: (Service, its namespace or None for the pod's) → does DNS resolve it;
+#: (Service, namespace or None, port) → does a connection to that port succeed.
 Resolver = Callable[[str, str | None], bool]
 PortCheck = Callable[[str, str | None, int], bool]
 
