@@ -453,7 +453,7 @@ class Kubelet:
             ):
                 container.unhealthy_at = now
                 self._event(
-                    pod, container, "Unhealthy", _probe_failure(probe, state.ip), warning=True
+                    pod, container, "Unhealthy", _probe_failure(probe, spec, state.ip), warning=True
                 )
         container.ready = ready
         started = container.started_at
@@ -573,16 +573,30 @@ def docker_auths(secret: JsonObject) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _probe_failure(probe: JsonObject, ip: str) -> str:
-    http = probe.get("httpGet")
-    if isinstance(http, dict):
-        return "Readiness probe failed: HTTP probe failed with statuscode: 503"
-    tcp = probe.get("tcpSocket")
-    if isinstance(tcp, dict):
-        return (
-            f"Readiness probe failed: dial tcp {ip}:{tcp.get('port', '')}: connect: "
-            "connection refused"
-        )
+def _probe_failure(probe: JsonObject, container: JsonObject, ip: str) -> str:
+    """The kubelet's Unhealthy message. A simulated process is unready only while nothing
+    listens where the probe looks (still starting, or the probe aims at another port), so the
+    dial is refused, in the prober's words for each handler."""
+    for kind in ("httpGet", "tcpSocket"):
+        handler = probe.get(kind)
+        if not isinstance(handler, dict):
+            continue
+        port = handler.get("port", "")
+        if isinstance(port, str) and not port.isdigit():  # a named port: the declared number
+            port = next(
+                (
+                    p.get("containerPort")
+                    for p in container.get("ports") or []
+                    if p.get("name") == port
+                ),
+                port,
+            )
+        refused = f"dial tcp {ip}:{port}: connect: connection refused"
+        if kind == "httpGet":
+            scheme = str(handler.get("scheme", "HTTP")).lower()
+            path = str(handler.get("path", "/"))
+            return f'Readiness probe failed: Get "{scheme}://{ip}:{port}{path}": {refused}'
+        return f"Readiness probe failed: {refused}"
     return "Readiness probe failed: "
 
 

@@ -234,3 +234,33 @@ def test_image_pull_unauthorized_wrong_password_and_undo(make_lab: MakeLab) -> N
 
     lab.kubectl("rollout", "undo", "deployment/shipping", "--to-revision=1")
     _fixed(lab, injection, "shipping")
+
+
+def test_readiness_probe_wrong_port_on_an_http_probe(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    # The team had switched product-catalog to an HTTP health check on its own port.
+    lab.kubectl(
+        "patch",
+        "deployment/product-catalog",
+        "--type=json",
+        "-p",
+        '[{"op": "replace", "path": "/spec/template/spec/containers/0/readinessProbe", '
+        '"value": {"httpGet": {"path": "/healthz", "port": 3550}, "periodSeconds": 5}}]',
+    )
+    lab.advance(30)
+    healthy(lab, "product-catalog")
+    injection = _inject(lab, "readiness-probe-wrong-port")
+    assert injection.changes[0].endswith("readinessProbe httpGet.port 3550 → 8080")
+    refused = [
+        m
+        for r, m in lab.events("product-catalog-")
+        if r == "Unhealthy" and '/healthz": dial tcp ' in m
+    ]
+    # (The 3550 ones are the earlier switch's pod, refused while it started.)
+    assert any(":8080/healthz" in m and "8080: connect: connection refused" in m for m in refused)
+    lab.kubectl("rollout", "undo", "deployment/product-catalog")
+    _fixed(lab, injection, "product-catalog")
+    probe = lab.world.api.get("Deployment", SHOP, "product-catalog")["spec"]["template"]["spec"][  # type: ignore[index]
+        "containers"
+    ][0]["readinessProbe"]
+    assert probe["httpGet"]["port"] == 3550
