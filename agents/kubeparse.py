@@ -81,6 +81,11 @@ def parse_pod(body: JsonObject) -> PodState:
     containers = tuple(
         _container_state(c, statuses.get(str(c.get("name")))) for c in _list(spec.get("containers"))
     )
+    init_statuses = {str(s.get("name")): s for s in _list(status.get("initContainerStatuses"))}
+    init_containers = tuple(
+        _container_state(c, init_statuses.get(str(c.get("name"))))
+        for c in _list(spec.get("initContainers"))
+    )
     conditions = {str(c.get("type")): c for c in _list(status.get("conditions"))}
     scheduled = _map(conditions.get("PodScheduled"))
     ready = _map(conditions.get("Ready")).get("status") == "True"
@@ -108,6 +113,7 @@ def parse_pod(body: JsonObject) -> PodState:
         containers=containers,
         unschedulable_message=unschedulable,
         created_at=parse_time(meta.get("creationTimestamp")),
+        init_containers=init_containers,
     )
 
 

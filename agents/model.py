@@ -141,6 +141,8 @@ class PodState:
     containers: tuple[ContainerState, ...]
     unschedulable_message: str | None = None
     created_at: datetime | None = None
+    #: Init containers, in order: one that fails keeps every container above from starting.
+    init_containers: tuple[ContainerState, ...] = ()
 
     @property
     def restart_count(self) -> int:

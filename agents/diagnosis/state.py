@@ -115,8 +115,9 @@ def describe_pod(pod: PodState) -> str:
         parts.append(f"node {pod.node}")
     if pod.unschedulable_message:
         parts.append(f"unschedulable: {pod.unschedulable_message}")
-    for c in pod.containers:
-        text = f"[{c.name}] {c.state}"
+    tagged = [*(("init ", c) for c in pod.init_containers), *(("", c) for c in pod.containers)]
+    for tag, c in tagged:
+        text = f"[{tag}{c.name}] {c.state}"
         if c.reason:
             text += f" {c.reason}"
         if c.message:

@@ -11,6 +11,12 @@ from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
 from lab.faults.service import WrongTargetPort
+from lab.faults.startup import (
+    ImagePullUnauthorized,
+    InitContainerFails,
+    MissingConfigKey,
+    ReadinessProbeWrongPort,
+)
 from lab.faults.workload import CpuLimitTooLow, MemoryLimitTooLow, NodeSelectorMismatch, ScaleToZero
 
 _FAULTS: tuple[Fault, ...] = (
@@ -29,6 +35,10 @@ _FAULTS: tuple[Fault, ...] = (
     NetworkDelay(),
     NetworkLoss(),
     PodFailure(),
+    ReadinessProbeWrongPort(),
+    MissingConfigKey(),
+    InitContainerFails(),
+    ImagePullUnauthorized(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

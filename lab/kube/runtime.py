@@ -14,6 +14,7 @@ always returned as deep copies.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -74,6 +75,11 @@ class ClusterAPI(ClusterView, Protocol):
         ...
 
 
+#: Registry host → (username, password): what the pod's imagePullSecrets hold, as the kubelet
+#: hands them to the runtime (docker config `auths`).
+Credentials = Mapping[str, tuple[str, str]]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullResult:
     ok: bool
@@ -108,7 +114,7 @@ class PodRuntime(Protocol):
     """What the kubelet model asks about containers. Implemented by the workload simulator;
     `lab.kube` ships a minimal default for running the emulator on its own."""
 
-    def pull(self, image: str) -> PullResult: ...
+    def pull(self, image: str, credentials: Credentials | None = None) -> PullResult: ...
 
     def start(self, pod: JsonObject, container: JsonObject, now: datetime) -> StartResult: ...
 

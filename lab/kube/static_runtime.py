@@ -14,7 +14,7 @@ from datetime import datetime
 
 from agents.model import JsonObject
 from lab.kube.controllers.podstatus import normalize_image
-from lab.kube.runtime import ContainerHealth, PullResult, StartResult
+from lab.kube.runtime import ContainerHealth, Credentials, PullResult, StartResult
 
 MIB = 1024 * 1024
 
@@ -107,7 +107,7 @@ class StaticRuntime:
                 return spec
         return None
 
-    def pull(self, image: str) -> PullResult:
+    def pull(self, image: str, credentials: Credentials | None = None) -> PullResult:
         if self._lookup(image) is not None:
             return PullResult(ok=True)
         ref = normalize_image(image)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from lab.sim.model import AppModel
@@ -64,11 +64,21 @@ def _qualified(repository: str) -> str:
     return f"docker.io/{repository}" if "/" in repository else f"docker.io/library/{repository}"
 
 
+def registry_host(image: str) -> str:
+    """The registry a reference is pulled from, as docker config `auths` keys it."""
+    first = _qualified(parse_image(image).repository).split("/", 1)[0]
+    return "https://index.docker.io/v1/" if first == "docker.io" else first
+
+
 class ImageRegistry:
-    """Thread-safe: the fault library may push a bad build while the lab runs."""
+    """Thread-safe: the fault library may push a bad build while the lab runs.
+
+    A private repository (`protect`) answers pulls without its account's credentials with
+    401 Unauthorized, whether or not the tag exists, as a registry with basic auth does."""
 
     def __init__(self) -> None:
         self._images: dict[str, ImageSpec] = {}
+        self._private: dict[str, tuple[str, str]] = {}  # repository → (username, password)
         self._lock = threading.Lock()
 
     @classmethod
@@ -76,6 +86,8 @@ class ImageRegistry:
         registry = cls()
         for model in models:
             for image in model.images:
+                if image.auth is not None:
+                    registry.protect(image.repository, image.auth.username, image.auth.password)
                 for tag, spec in image.tags.items():
                     registry.push(
                         f"{image.repository}:{tag}",
@@ -100,12 +112,31 @@ class ImageRegistry:
         with self._lock:
             return self._images.get(_canonical(image))
 
-    def pull_error(self, image: str) -> str | None:
-        """None when the image exists, else the message containerd gives the kubelet."""
-        if self.get(image) is not None:
-            return None
+    def protect(self, repository: str, username: str, password: str) -> None:
+        with self._lock:
+            self._private[_canonical(f"{repository}:x").rsplit(":", 1)[0]] = (username, password)
+
+    def account(self, image: str) -> tuple[str, str] | None:
+        """The credentials a pull of this reference needs (None: a public repository)."""
+        with self._lock:
+            return self._private.get(_canonical(image).rsplit(":", 1)[0])
+
+    def pull_error(
+        self, image: str, credentials: Mapping[str, tuple[str, str]] | None = None
+    ) -> str | None:
+        """None when the image can be pulled, else the message containerd gives the kubelet."""
         ref = parse_image(image)
         full = f"{_qualified(ref.repository)}:{ref.tag}"
+        account = self.account(image)
+        if account is not None and (credentials or {}).get(registry_host(image)) != account:
+            host, _, path = _qualified(ref.repository).partition("/")
+            return (
+                f'rpc error: code = Unknown desc = failed to pull and unpack image "{full}": '
+                f'failed to resolve reference "{full}": unexpected status from HEAD request to '
+                f"https://{host}/v2/{path}/manifests/{ref.tag}: 401 Unauthorized"
+            )
+        if self.get(image) is not None:
+            return None
         return (
             f'rpc error: code = NotFound desc = failed to pull and unpack image "{full}": '
             f'failed to resolve reference "{full}": {full}: not found'

@@ -133,9 +133,18 @@ class ImageTag(_Spec):
     panic: str | None = None
 
 
+class PullAuth(_Spec):
+    """The account a private repository accepts (basic auth, as a `docker login` sends)."""
+
+    username: str
+    password: str
+
+
 class Image(_Spec):
     repository: str
     tags: dict[str, ImageTag]
+    # A private repository: pulls without these credentials get 401 Unauthorized.
+    auth: PullAuth | None = None
 
 
 class DbUser(_Spec):

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from agents.model import JsonObject
-from lab.kube.runtime import ClusterView, ContainerHealth, PullResult, StartResult
+from lab.kube.runtime import ClusterView, ContainerHealth, Credentials, PullResult, StartResult
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env
 from lab.sim.logs import go_panic, line, record
 from lab.sim.model import AppModel, Program, Wire
+from lab.sim.shell import run_tool
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +131,8 @@ class SimRuntime:
 
     # ------------------------------------------------------------------- PodRuntime
 
-    def pull(self, image: str) -> PullResult:
-        error = self.registry.pull_error(image)
+    def pull(self, image: str, credentials: Credentials | None = None) -> PullResult:
+        error = self.registry.pull_error(image, credentials or {})
         return PullResult(ok=error is None, message=error or "")
 
     def start(self, pod: JsonObject, container: JsonObject, now: datetime) -> StartResult:
@@ -220,8 +221,23 @@ class SimRuntime:
         workload = self._workload(pod, model)
         found = self._program(exe.binary, workload, model)
         if found is None:
-            # A shell or tool with nothing to serve: it runs and exits at once.
-            return StartResult(running=False, exit_code=0, reason="Completed"), None
+            # A shell or tool with nothing to serve (an init container's gate): it runs to
+            # completion against the cluster's Services and exits.
+            run = run_tool(
+                [exe.binary, *exe.args],
+                spec,
+                namespace=namespace,
+                resolves=lambda svc, ns: self._service(svc, ns or namespace) is not None,
+                answers=lambda svc, ns, port: self._resolves(
+                    f"{svc}.{ns or namespace}:{port}", namespace, port
+                ),
+            )
+            return StartResult(
+                running=False,
+                exit_code=run.exit_code,
+                reason="Completed" if run.exit_code == 0 else "Error",
+                log_lines=run.output,
+            ), None
         program_name, program = found
         src = f"cmd/{program_name}/main.go"
         if spec.panic is not None:
@@ -316,10 +332,13 @@ class SimRuntime:
                 return found
         return None
 
+    def _service(self, name: str, namespace: str) -> JsonObject | None:
+        return self.view.get("Service", namespace, name)
+
     def _resolves(self, address: str, namespace: str, default_port: int) -> bool:
         """Does `host:port` name a Service (and one of its ports) that DNS would find?"""
         service, ns, port = parse_address(address)
-        svc = self.view.get("Service", ns or namespace, service)
+        svc = self._service(service, ns or namespace)
         if svc is None:
             return False
         want = port or default_port

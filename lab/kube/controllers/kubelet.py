@@ -11,8 +11,10 @@ instance before a restart. Deleted pods get Killing events and are removed.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import heapq
+import json
 import logging
 import threading
 from datetime import datetime, timedelta
@@ -39,6 +41,8 @@ BACKOFF_MAX_S = 300.0
 #: A container that ran this long resets its back-off, as the real kubelet's does.
 BACKOFF_RESET_S = 600.0
 OOM_EXIT = 137
+#: Start failures found before the container exists: it stays waiting with this reason.
+CONFIG_ERRORS = frozenset({"CreateContainerConfigError", "CreateContainerError"})
 
 
 class Kubelet:
@@ -299,7 +303,7 @@ class Kubelet:
             container.pulled = True
             return True
         self._event(pod, container, "Pulling", f'Pulling image "{image}"')
-        result = self.runtime.pull(image)
+        result = self.runtime.pull(image, self._pull_credentials(pod, container))
         if not result.ok:
             container.state, container.reason = "waiting", "ErrImagePull"
             container.message = result.message or f'failed to pull image "{image}"'
@@ -329,6 +333,32 @@ class Kubelet:
         )
         return True
 
+    def _pull_credentials(
+        self, pod: JsonObject, container: Container
+    ) -> dict[str, tuple[str, str]]:
+        """The registry accounts in the pod's imagePullSecrets, as the kubelet's keyring reads
+        them; a Secret that does not exist is skipped with the kubelet's warning."""
+        namespace = pod["metadata"]["namespace"]
+        out: dict[str, tuple[str, str]] = {}
+        missing: list[str] = []
+        for ref in get_path(pod, "spec", "imagePullSecrets", default=[]) or []:
+            name = str(ref.get("name", ""))
+            stored = self.api.store.get("Secret", namespace, name)
+            if stored is None:
+                missing.append(name)
+                continue
+            out.update(docker_auths(stored.obj))
+        if missing:
+            self._event(
+                pod,
+                container,
+                "FailedToRetrieveImagePullSecret",
+                f"Unable to retrieve some image pull secrets ({', '.join(missing)}); attempting "
+                "to pull the image may not succeed.",
+                warning=True,
+            )
+        return out
+
     def _show_backoff(self, pod: JsonObject, state: PodState, container: Container) -> None:
         """While waiting out a back-off, say so (once per back-off period)."""
         if container.reason == "ErrImagePull":
@@ -347,13 +377,22 @@ class Kubelet:
         spec: JsonObject,
         now: datetime,
     ) -> None:
+        result = self.runtime.start(pod, spec, now)
+        if not result.running and result.reason in CONFIG_ERRORS:
+            # The kubelet could not build the container's config (a missing ConfigMap key,
+            # Secret...): nothing was created, so no restart is counted and no log written;
+            # the pod worker retries every 10 s (its fixed error back-off) until it resolves.
+            container.state, container.reason = "waiting", result.reason
+            container.message = result.message
+            self._event(pod, container, "Failed", f"Error: {result.message}", warning=True)
+            container.next_attempt = now + timedelta(seconds=BACKOFF_START_S)
+            return
         if container.runs:
             container.restart_count += 1
         container.runs += 1
         container.next_attempt = None
         container.container_id = f"containerd://{self.ids.hex(64)}"
         self.logs.new_instance(state.uid, container.name)
-        result = self.runtime.start(pod, spec, now)
         self.logs.append(state.uid, container.name, result.log_lines, now)
         self._event(pod, container, "Created", f"Created container: {container.name}")
         if not result.running and result.reason in ("StartError", "ContainerCannotRun"):
@@ -414,7 +453,7 @@ class Kubelet:
             ):
                 container.unhealthy_at = now
                 self._event(
-                    pod, container, "Unhealthy", _probe_failure(probe, state.ip), warning=True
+                    pod, container, "Unhealthy", _probe_failure(probe, spec, state.ip), warning=True
                 )
         container.ready = ready
         started = container.started_at
@@ -503,16 +542,61 @@ class Kubelet:
         )
 
 
-def _probe_failure(probe: JsonObject, ip: str) -> str:
-    http = probe.get("httpGet")
-    if isinstance(http, dict):
-        return "Readiness probe failed: HTTP probe failed with statuscode: 503"
-    tcp = probe.get("tcpSocket")
-    if isinstance(tcp, dict):
-        return (
-            f"Readiness probe failed: dial tcp {ip}:{tcp.get('port', '')}: connect: "
-            "connection refused"
-        )
+def docker_auths(secret: JsonObject) -> dict[str, tuple[str, str]]:
+    """Registry → (username, password) from a kubernetes.io/dockerconfigjson (or legacy
+    dockercfg) Secret; entries give `username`/`password` or `auth` (base64 "user:pass")."""
+    data = secret.get("data") or {}
+    try:
+        if ".dockerconfigjson" in data:
+            auths = json.loads(base64.b64decode(data[".dockerconfigjson"])).get("auths") or {}
+        elif ".dockercfg" in data:
+            auths = json.loads(base64.b64decode(data[".dockercfg"]))
+        else:
+            return {}
+    except (ValueError, TypeError, AttributeError):
+        return {}  # the kubelet ignores a malformed config and pulls anonymously
+    out: dict[str, tuple[str, str]] = {}
+    for host, entry in auths.items() if isinstance(auths, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        user, password = entry.get("username"), entry.get("password")
+        if (user is None or password is None) and entry.get("auth"):
+            try:
+                user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                continue
+        if user is not None and password is not None:
+            key = str(host).removeprefix("https://").removeprefix("http://").rstrip("/")
+            if key.startswith("index.docker.io") or key == "docker.io":
+                key = "https://index.docker.io/v1/"
+            out[key] = (str(user), str(password))
+    return out
+
+
+def _probe_failure(probe: JsonObject, container: JsonObject, ip: str) -> str:
+    """The kubelet's Unhealthy message. A simulated process is unready only while nothing
+    listens where the probe looks (still starting, or the probe aims at another port), so the
+    dial is refused, in the prober's words for each handler."""
+    for kind in ("httpGet", "tcpSocket"):
+        handler = probe.get(kind)
+        if not isinstance(handler, dict):
+            continue
+        port = handler.get("port", "")
+        if isinstance(port, str) and not port.isdigit():  # a named port: the declared number
+            port = next(
+                (
+                    p.get("containerPort")
+                    for p in container.get("ports") or []
+                    if p.get("name") == port
+                ),
+                port,
+            )
+        refused = f"dial tcp {ip}:{port}: connect: connection refused"
+        if kind == "httpGet":
+            scheme = str(handler.get("scheme", "HTTP")).lower()
+            path = str(handler.get("path", "/"))
+            return f'Readiness probe failed: Get "{scheme}://{ip}:{port}{path}": {refused}'
+        return f"Readiness probe failed: {refused}"
     return "Readiness probe failed: "
 
 

@@ -32,6 +32,10 @@ EXPECTED = {
     "network-delay": "virtualization/network",
     "network-loss": "virtualization/network",
     "pod-failure": "virtualization/operation_error",
+    "readiness-probe-wrong-port": "virtualization/misconfiguration",
+    "missing-config-key": "application/misconfiguration",
+    "init-container-fails": "application/misconfiguration",
+    "image-pull-unauthorized": "virtualization/misconfiguration",
     "no-fault": None,
 }
 
