@@ -10,6 +10,7 @@ from lab.faults.errors import UnknownFault
 from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
+from lab.faults.scheduling import NodeTaintNoToleration, RequestsExceedNode
 from lab.faults.service import WrongTargetPort
 from lab.faults.workload import CpuLimitTooLow, MemoryLimitTooLow, NodeSelectorMismatch, ScaleToZero
 
@@ -29,6 +30,8 @@ _FAULTS: tuple[Fault, ...] = (
     NetworkDelay(),
     NetworkLoss(),
     PodFailure(),
+    RequestsExceedNode(),
+    NodeTaintNoToleration(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -32,6 +32,8 @@ EXPECTED = {
     "network-delay": "virtualization/network",
     "network-loss": "virtualization/network",
     "pod-failure": "virtualization/operation_error",
+    "requests-exceed-node": "virtualization/misconfiguration",
+    "node-taint-no-toleration": "virtualization/misconfiguration",
     "no-fault": None,
 }
 
@@ -48,7 +50,12 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         assert fault(f.id) is f
         assert f.apps and set(f.apps) <= {"hotel-reservation", "online-shop"}
     no_undo = {f.id for f in library if not f.undoable_fix}
-    assert no_undo == {"revoked-db-credentials", "network-delay", "network-loss"}
+    assert no_undo == {
+        "revoked-db-credentials",
+        "network-delay",
+        "network-loss",
+        "node-taint-no-toleration",
+    }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
 

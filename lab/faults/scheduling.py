@@ -1,0 +1,154 @@
+"""Faults that keep pods off nodes: requests no node can fit, a taint nothing tolerates.
+
+Each is the `kubectl` command an operator runs by mistake; the scheduler then reports why no
+node fits ("0/3 nodes are available: 3 Insufficient cpu", "had untolerated taint"), and the
+Deployment's rolling update keeps its old pod while the new one stays Pending (a stuck
+rollout), unless the old pod goes too (a NoExecute taint evicts it).
+"""
+
+from __future__ import annotations
+
+from agents.model import JsonObject
+from lab.faults.base import FIELD_MANAGER, Fault, FaultContext, clean, targets
+from lab.faults.errors import BadParameter, InjectionFailed
+from lab.faults.kubeops import container_patch, deployment_of, main_container, rollout_restart
+from lab.faults.model import Param, SavedObject
+from lab.faults.workload import MISCONFIG
+from lab.kube import quantity
+from lab.kube.errors import ApiError
+from lab.kube.jsonutil import rfc3339
+
+_RESOURCES = ("cpu", "memory")
+
+
+def _largest_allocatable(ctx: FaultContext, resource: str) -> int:
+    """The most of `resource` (CPU millis or bytes) any node can give one pod."""
+    nodes = ctx.api.list("Node", None)
+    if not nodes:
+        raise BadParameter("the cluster has no nodes")
+    values = [((n.get("status") or {}).get("allocatable") or {}).get(resource) for n in nodes]
+    if resource == "cpu":
+        return max(quantity.millis(v) for v in values)
+    return max(quantity.value(v) for v in values)
+
+
+class RequestsExceedNode(Fault):
+    id = "requests-exceed-node"
+    description = "raise a CPU or memory request above any node's size; its new pods stay Pending"
+    category = MISCONFIG
+    params = (
+        Param(
+            name="resource",
+            kind=str,
+            help="the request to raise: cpu or memory",
+            default="cpu",
+        ),
+        Param(
+            name="amount",
+            kind=str,
+            help="the new request (a quantity, e.g. 16 or 64Gi)",
+            default="twice the largest node's allocatable (a unit typo: 16 cores for 1.6)",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "rate", "online-shop": "payment"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        resource = str(ctx.params.setdefault("resource", "cpu"))
+        if resource not in _RESOURCES:
+            raise BadParameter(f"parameter resource: {resource!r} is not cpu or memory")
+        largest = _largest_allocatable(ctx, resource)
+        if "amount" not in ctx.params:
+            ctx.params["amount"] = (
+                f"{2 * largest // 1000}" if resource == "cpu" else f"{2 * largest // 2**30}Gi"
+            )
+        amount = str(ctx.params["amount"])
+        if not quantity.is_valid(amount):
+            raise BadParameter(f"parameter amount: {amount!r} is not a quantity")
+        wanted = quantity.millis(amount) if resource == "cpu" else quantity.value(amount)
+        if wanted <= largest:
+            raise BadParameter(f"parameter amount: {amount} fits on a node; raise it further")
+        dep = deployment_of(ctx)
+        container = main_container(dep)
+        resources = container.get("resources") or {}
+        patch: dict[str, dict[str, str]] = {"requests": {resource: amount}}
+        limit = (resources.get("limits") or {}).get(resource)
+        if limit is not None:
+            # `kubectl set resources --requests=... --limits=...`: a request above the limit
+            # is refused by the API server, so whoever raised one raised both.
+            patch["limits"] = {resource: amount}
+        old = (resources.get("requests") or {}).get(resource, "none")
+        name = dep["metadata"]["name"]
+        ctx.patch(
+            "Deployment",
+            name,
+            container_patch(container["name"], resources=patch),
+            patch_type="strategic",
+            change=(
+                f"Deployment/{name}: container {container['name']} {resource} request "
+                f"{old} → {amount}"
+            ),
+        )
+
+
+class NodeTaintNoToleration(Fault):
+    id = "node-taint-no-toleration"
+    description = "taint every node, restart a workload: new pods Pending (no undoable fix)"
+    category = MISCONFIG
+    # The fix is `kubectl taint nodes --all key-`: a Node write outside Stratus's vocabulary
+    # (it cordons and uncordons, nothing else), so the honest answer is an escalation.
+    undoable_fix = False
+    params = (
+        Param(name="key", kind=str, help="the taint's key", default="dedicated"),
+        Param(name="value", kind=str, help="the taint's value", default="batch"),
+        Param(
+            name="effect",
+            kind=str,
+            help="NoSchedule (new pods only) or NoExecute (running pods are evicted too)",
+            default="NoSchedule",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "profile", "online-shop": "currency"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        key = str(ctx.params.setdefault("key", "dedicated"))
+        value = str(ctx.params.setdefault("value", "batch"))
+        effect = str(ctx.params.setdefault("effect", "NoSchedule"))
+        if effect not in ("NoSchedule", "NoExecute"):
+            raise BadParameter(f"parameter effect: {effect!r} is not NoSchedule or NoExecute")
+        dep = deployment_of(ctx)
+        taint: JsonObject = {"key": key, "value": value, "effect": effect}
+        if effect == "NoExecute":
+            # kubectl stamps NoExecute taints: eviction deadlines count from it.
+            taint["timeAdded"] = rfc3339(ctx.now)
+        # Meant for a node pool, typed with --all: every node gets it.
+        for node in sorted(n["metadata"]["name"] for n in ctx.api.list("Node", None)):
+            _taint(ctx, node, taint)
+        if effect == "NoSchedule":
+            # Running pods stay where they are; the next restart of the workload is what
+            # needs a node (a routine restart, as in the quota fault).
+            rollout_restart(ctx, dep["metadata"]["name"])
+
+
+def _taint(ctx: FaultContext, node: str, taint: JsonObject) -> None:
+    """`kubectl taint nodes NODE key=value:Effect` (a patch adding one taint)."""
+    live = ctx.api.get("Node", None, node)
+    if live is None:
+        raise BadParameter(f"Node {node} does not exist")
+    taints = list((live.get("spec") or {}).get("taints") or [])
+    if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
+        raise BadParameter(f"Node {node} already has a {taint['key']}:{taint['effect']} taint")
+    # FaultContext.patch is namespaced; a Node is not, so save and write it here.
+    if not any(s.kind == "Node" and s.name == node for s in ctx.saved):
+        ctx.saved.append(SavedObject(kind="Node", namespace="", name=node, before=clean(live)))
+    try:
+        ctx.api.patch(
+            "Node",
+            None,
+            node,
+            {"spec": {"taints": [*taints, taint]}},
+            patch_type="merge",
+            field_manager=FIELD_MANAGER,
+        )
+    except ApiError as e:
+        raise InjectionFailed(f"Node/{node}: {e.message}") from e
+    ctx.changes.append(f"Node/{node}: taint {taint['key']}={taint['value']}:{taint['effect']}")

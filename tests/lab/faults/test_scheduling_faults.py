@@ -1,0 +1,110 @@
+"""Faults that keep pods off nodes: each is injected into a running lab, shows its symptoms in
+pod states, events and metrics, and is then fixed by the kubectl command a person would run,
+after which the symptoms clear and the mitigation oracle passes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lab.faults import Injection, fault
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, healthy
+
+MakeLab = Callable[..., Lab]
+
+
+def _inject(lab: Lab, fault_id: str, **params: object) -> Injection:
+    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
+    lab.advance(10)
+    assert not lab.check(injection).mitigated
+    return injection
+
+
+def _fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, *workloads)
+
+
+def _pending(lab: Lab, workload: str) -> list[dict[str, object]]:
+    return [p for p in lab.pods(workload) if p["status"].get("phase") == "Pending"]
+
+
+def _ns(lab: Lab) -> str:
+    return f'namespace="{lab.namespace}"'
+
+
+def test_requests_exceed_node(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "requests-exceed-node")
+    assert injection.target == "rate" and injection.params == {"resource": "cpu", "amount": "16"}
+    pending = _pending(lab, "rate")
+    assert pending and not pending[0]["spec"].get("nodeName")  # type: ignore[attr-defined]
+    assert any(
+        r == "FailedScheduling" and "0/3 nodes are available: 3 Insufficient cpu" in m
+        for r, m in lab.events("rate-")
+    ), lab.events("rate-")
+    phases = lab.metric(f'kube_pod_status_phase{{{_ns(lab)},phase="Pending"}} == 1')
+    assert any(pod.startswith("rate-") for pod in phases), phases
+    # The rolling update keeps the old pod serving: a stuck rollout, not an outage.
+    assert any(p["status"].get("phase") == "Running" for p in lab.pods("rate"))
+
+    assert "rolled back" in lab.kubectl("rollout", "undo", "deployment/rate")
+    _fixed(lab, injection, "rate")
+    assert not _pending(lab, "rate")
+
+
+def test_requests_exceed_node_memory(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = _inject(lab, "requests-exceed-node", resource="memory")
+    assert injection.params["amount"] == "64Gi"
+    assert any(
+        r == "FailedScheduling" and "3 Insufficient memory" in m for r, m in lab.events("payment-")
+    ), lab.events("payment-")
+
+    # Not an undo: the operator sets the request back to something that fits.
+    container = lab.world.api.get("Deployment", SHOP, "payment")["spec"]["template"]["spec"][  # type: ignore[index]
+        "containers"
+    ][0]["name"]
+    lab.kubectl(
+        "set",
+        "resources",
+        "deployment/payment",
+        f"--containers={container}",
+        "--requests=memory=64Mi",
+        "--limits=memory=256Mi",
+    )
+    _fixed(lab, injection, "payment")
+
+
+def test_node_taint_no_toleration(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "node-taint-no-toleration")
+    assert not injection.truth.undoable_fix
+    assert "Node/lab-node-1: taint dedicated=batch:NoSchedule" in injection.changes
+    assert _pending(lab, "profile")
+    assert any(
+        r == "FailedScheduling" and "3 node(s) had untolerated taint {dedicated: batch}" in m
+        for r, m in lab.events("profile-")
+    ), lab.events("profile-")
+    nodes = lab.kubectl("get", "nodes", "-o", "jsonpath={.items[*].spec.taints[*].key}")
+    assert nodes.split() == ["dedicated"] * 3
+    # NoSchedule leaves running pods alone: the old profile pod still serves.
+    assert any(p["status"].get("phase") == "Running" for p in lab.pods("profile"))
+
+    for node in ("lab-node-1", "lab-node-2", "lab-node-3"):
+        lab.kubectl("taint", "nodes", node, "dedicated-")
+    _fixed(lab, injection, "profile")
+    assert not _pending(lab, "profile")
+
+
+def test_node_taint_no_execute_evicts(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = _inject(lab, "node-taint-no-toleration", effect="NoExecute")
+    assert any(r == "TaintManagerEviction" for r, _ in lab.events("currency-")), lab.events(
+        "currency-"
+    )
+    assert _pending(lab, "currency")
+    assert not any(p["status"].get("phase") == "Running" for p in lab.pods("currency"))
+
+    lab.kubectl("taint", "nodes", "--all", "dedicated-")
+    _fixed(lab, injection, "currency", "checkout")
