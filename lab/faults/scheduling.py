@@ -11,7 +11,13 @@ from __future__ import annotations
 from agents.model import JsonObject
 from lab.faults.base import FIELD_MANAGER, Fault, FaultContext, clean, targets
 from lab.faults.errors import BadParameter, InjectionFailed
-from lab.faults.kubeops import container_patch, deployment_of, main_container, rollout_restart
+from lab.faults.kubeops import (
+    container_patch,
+    deployment_of,
+    main_container,
+    pods_of,
+    rollout_restart,
+)
 from lab.faults.model import Param, SavedObject
 from lab.faults.workload import MISCONFIG
 from lab.kube import quantity
@@ -152,3 +158,54 @@ def _taint(ctx: FaultContext, node: str, taint: JsonObject) -> None:
     except ApiError as e:
         raise InjectionFailed(f"Node/{node}: {e.message}") from e
     ctx.changes.append(f"Node/{node}: taint {taint['key']}={taint['value']}:{taint['effect']}")
+
+
+LIMIT_RANGE_NAME = "container-limits"
+
+
+class LimitRangeTooLow(Fault):
+    id = "limitrange-too-low"
+    description = "create a LimitRange whose max memory is below a workload's limit, delete its pod"
+    category = MISCONFIG
+    # The fix is deleting or raising the LimitRange: not a kind Stratus writes (and lowering
+    # the workload's limit under it would trade the refusal for OOM kills).
+    undoable_fix = False
+    params = (
+        Param(
+            name="memory",
+            kind=str,
+            help="the LimitRange's max memory per container (a quantity)",
+            default="half the target container's memory limit",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "mongodb-rate", "online-shop": "ad"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        if ctx.api.get("LimitRange", ctx.namespace, LIMIT_RANGE_NAME) is not None:
+            raise BadParameter(f"{self.id}: LimitRange {LIMIT_RANGE_NAME} already exists")
+        dep = deployment_of(ctx)
+        limit = ((main_container(dep).get("resources") or {}).get("limits") or {}).get("memory")
+        if limit is None:
+            raise BadParameter(f"{ctx.target} sets no memory limit for a max to refuse")
+        if "memory" not in ctx.params:
+            ctx.params["memory"] = quantity.format_bytes(quantity.value(limit) // 2)
+        memory = str(ctx.params["memory"])
+        if not quantity.is_valid(memory) or quantity.value(memory) <= 0:
+            raise BadParameter(f"parameter memory: {memory!r} is not a positive quantity")
+        if quantity.value(memory) >= quantity.value(limit):
+            raise BadParameter(f"parameter memory: {ctx.target}'s limit {limit} fits under it")
+        ctx.create(
+            {
+                "apiVersion": "v1",
+                "kind": "LimitRange",
+                "metadata": {"name": LIMIT_RANGE_NAME},
+                "spec": {"limits": [{"type": "Container", "max": {"memory": memory}}]},
+            },
+            change=f"LimitRange/{LIMIT_RANGE_NAME}: created with max memory {memory} per Container",
+        )
+        # Admission only judges new pods: the LimitRange bites when the workload's pod is
+        # next recreated (here `kubectl delete pod`, as a drain or a clean-up would).
+        for pod in pods_of(ctx, dep):
+            name = pod["metadata"]["name"]
+            ctx.api.delete("Pod", ctx.namespace, name)
+            ctx.changes.append(f"Pod/{name}: deleted")

@@ -34,6 +34,7 @@ EXPECTED = {
     "pod-failure": "virtualization/operation_error",
     "requests-exceed-node": "virtualization/misconfiguration",
     "node-taint-no-toleration": "virtualization/misconfiguration",
+    "limitrange-too-low": "virtualization/misconfiguration",
     "no-fault": None,
 }
 
@@ -55,6 +56,7 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "network-delay",
         "network-loss",
         "node-taint-no-toleration",
+        "limitrange-too-low",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}

@@ -4,10 +4,11 @@ after which the symptoms clear and the mitigation oracle passes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from lab.faults import Injection, fault
-from tests.lab.faults.conftest import HOTEL, SHOP, Lab, healthy
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, healthy
 
 MakeLab = Callable[..., Lab]
 
@@ -108,3 +109,57 @@ def test_node_taint_no_execute_evicts(make_lab: MakeLab) -> None:
 
     lab.kubectl("taint", "nodes", "--all", "dedicated-")
     _fixed(lab, injection, "currency", "checkout")
+
+
+def test_limitrange_too_low(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "limitrange-too-low")
+    assert not injection.truth.undoable_fix
+    assert injection.target == "mongodb-rate" and injection.params == {"memory": "256Mi"}
+    # The deleted pod cannot be replaced: the ReplicaSet's creates are refused.
+    assert lab.pods("mongodb-rate") == []
+    assert any(
+        r == "FailedCreate"
+        and "is forbidden: maximum memory usage per Container is 256Mi, but limit is 512Mi" in m
+        for r, m in lab.events("mongodb-rate-")
+    ), lab.events("mongodb-rate-")
+    assert "container-limits" in lab.kubectl("get", "limitrange")
+    assert error_ratio(lab, "rate") > 0.05  # cache misses fail; memcached serves the rest
+
+    lab.kubectl("delete", "limitrange", "container-limits")
+    _fixed(lab, injection, "mongodb-rate", "rate")
+
+
+def test_limitrange_defaults_limits_at_admission(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    lab.kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "LimitRange",
+                "metadata": {"name": "defaults"},
+                "spec": {
+                    "limits": [
+                        {
+                            "type": "Container",
+                            "default": {"cpu": "300m", "ephemeral-storage": "1Gi"},
+                        }
+                    ]
+                },
+            }
+        ),
+    )
+    lab.kubectl("delete", "pod", "-l", "app.kubernetes.io/name=email", "--wait=false")
+    lab.advance(5)
+    (pod,) = [p for p in lab.pods("email")]
+    resources = pod["spec"]["containers"][0]["resources"]
+    # The container's own CPU limit stands; the resource it did not set is defaulted.
+    assert resources["limits"] == {"cpu": "300m", "memory": "192Mi", "ephemeral-storage": "1Gi"}
+    assert resources["requests"]["ephemeral-storage"] == "1Gi"
+    assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: ephemeral-storage request for container email; "
+        "ephemeral-storage limit for container email"
+    )
