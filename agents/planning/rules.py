@@ -109,6 +109,14 @@ def options_for(ctx: Context, subject: Subject) -> Options:
         # is ours to undo; the database's users and roles are not.
         escalation = runbooks.authentication(ctx, subject)
         return Options(drafts=options.drafts, escalation=escalation)
-    if not options.drafts:
+    if not options.drafts and not _outside_workloads(subject, options):
         options += by_state(ctx, subject)
     return options
+
+
+def _outside_workloads(subject: Subject, options: Options) -> bool:
+    """The suspect is a node Stratus cannot fix (its taints): no change to the namespace's
+    workloads is a fix for it, so the journal is not searched for one (a restart rolled back
+    would only hide the fault until the next restart)."""
+    suspect = subject.suspect
+    return suspect is not None and suspect.kind == "Node" and options.escalation is not None

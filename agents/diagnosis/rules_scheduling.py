@@ -1,0 +1,80 @@
+"""Rules for pods kept off nodes by the nodes themselves, not by the workload's own spec.
+
+`rules_pods.unschedulable` blames the pod template (its selector, tolerations or requests).
+When the scheduler names an untolerated taint and the same workload's pods were running on
+the tainted nodes — still running there, or evicted by the taint manager — the taint came
+after them: the scheduler never places a pod on a node whose taint it does not tolerate.
+Then the node changed, not the workload, and the suspect is the node's taints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from agents.diagnosis.candidate import VIRT_MISCONFIG, Candidate
+from agents.diagnosis.facts import Facts
+from agents.diagnosis.suspect import Suspect
+
+#: "3 node(s) had untolerated taint {dedicated: batch}" (the value may be empty).
+_TAINT = re.compile(r"untolerated taint \{([^:{}]+):\s*([^{}]*)\}")
+
+
+def node_taint(facts: Facts, service: str) -> Iterator[Candidate]:
+    """Nodes gained a taint after the workload's pods were placed ⇒ the node is misconfigured."""
+    s = facts.symptoms[service]
+    texts = list(s.unschedulable) + [
+        e.message for e in facts.events(service) if e.reason == "FailedScheduling"
+    ]
+    match = next((m for m in map(_TAINT.search, texts) if m), None)
+    if match is None:
+        return
+    key, value = match.group(1).strip(), match.group(2).strip()
+    tainted = [n for n in facts.obs.nodes if any(_is(t, key, value) for t in n.taints)]
+    if not tainted:
+        return
+    names = {n.name for n in tainted}
+    placed = [
+        p for p in facts.obs.pods.get(service, ()) if p.node in names and p.phase == "Running"
+    ]
+    evicted = [e for e in facts.events(service) if e.reason == "TaintManagerEviction"]
+    if not placed and not evicted:
+        return  # nothing shows the taint is newer than the workload
+    if facts.touched(None, service, r"toleration"):
+        return  # the workload's tolerations changed: the pod template rule owns that
+    node = sorted(names)[0]
+    taint = next(t for t in tainted[0].taints if _is(t, key, value))
+    how = (
+        f"{placed[0].name} still runs on {placed[0].node}"
+        if placed
+        else f"its pods were evicted by the taint ({len(evicted)} eviction event(s))"
+    )
+    yield Candidate(
+        service=service,
+        category=VIRT_MISCONFIG,
+        # Above the pod-template reading of the same message: this one rests on more state.
+        confidence=0.93,
+        explanation=(
+            f"{service}'s pods cannot be scheduled: {len(tainted)} node(s) carry taint "
+            f"{taint} that they do not tolerate, and it is newer than the workload ({how})"
+        ),
+        rule="node-taint",
+        keys=(*facts.keys(service, "pods", "events"), "nodes"),
+        suspect=Suspect(
+            kind="Node",
+            name=node,
+            field="spec.taints",
+            current=taint,
+            reason=texts[0],
+        ),
+    )
+
+
+def _is(taint: str, key: str, value: str) -> bool:
+    """Whether a "key=value:Effect" taint is the scheduler's {key: value}."""
+    head = taint.rsplit(":", 1)[0]
+    k, _, v = head.partition("=")
+    return k == key and v == value
+
+
+RULES = (node_taint,)
