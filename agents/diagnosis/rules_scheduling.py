@@ -5,6 +5,9 @@ When the scheduler names an untolerated taint and the same workload's pods were 
 the tainted nodes — still running there, or evicted by the taint manager — the taint came
 after them: the scheduler never places a pod on a node whose taint it does not tolerate.
 Then the node changed, not the workload, and the suspect is the node's taints.
+
+Likewise a pod refused by the LimitRanger admission plugin ("maximum memory usage per
+Container is 256Mi, but limit is 512Mi") is kept out by the namespace's LimitRange policy.
 """
 
 from __future__ import annotations
@@ -77,4 +80,44 @@ def _is(taint: str, key: str, value: str) -> bool:
     return k == key and v == value
 
 
-RULES = (node_taint,)
+#: The LimitRanger admission plugin's refusal, as the ReplicaSet's FailedCreate repeats it.
+_LIMITED = re.compile(
+    r"is forbidden: \[?(maximum|minimum) ([\w./-]+) usage per (Container|Pod) is ([^,\s]+?)"
+    r"(?:,? but (?:limit|request) is ([^,\]\s]+)|\.\s)",
+    re.I,
+)
+#: The refusal does not name the LimitRange: every one in the namespace applies to each pod.
+ANY_LIMIT_RANGE = "*"
+
+
+def limit_range(facts: Facts, service: str) -> Iterator[Candidate]:
+    """A LimitRange refuses the workload's pods ⇒ virtualization misconfiguration of the
+    namespace's limits (the pod template did not change: the policy did)."""
+    for e in facts.events(service):
+        match = _LIMITED.search(e.message)
+        if e.reason != "FailedCreate" or match is None:
+            continue
+        bound, resource, per, value, observed = match.groups()
+        yield Candidate(
+            service=service,
+            category=VIRT_MISCONFIG,
+            confidence=0.9,
+            explanation=(
+                f"{service} cannot create pods: a LimitRange sets the {bound} {resource} per "
+                f"{per} to {value}" + (f" and the pods ask for {observed}" if observed else "")
+            ),
+            rule="limit-range",
+            keys=tuple(facts.keys(service, "events", "pods")),
+            suspect=Suspect(
+                kind="LimitRange",
+                namespace=facts.ns,
+                name=ANY_LIMIT_RANGE,
+                field=f"spec.limits[type={per}].{bound[:3].lower()}.{resource}",
+                current=value,
+                reason=e.message,
+            ),
+        )
+        return
+
+
+RULES = (node_taint, limit_range)

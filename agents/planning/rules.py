@@ -49,6 +49,8 @@ def by_suspect(ctx: Context, subject: Subject) -> Options:
         return quota_options(ctx, subject)
     if suspect.kind == "Node":
         return node_options(ctx, subject)
+    if suspect.kind == "LimitRange":
+        return Options(escalation=runbooks.limit_range(ctx, subject))
     if suspect.kind == "Pod":
         return pod_options(ctx, subject)
     return NOTHING
@@ -114,9 +116,14 @@ def options_for(ctx: Context, subject: Subject) -> Options:
     return options
 
 
+#: Objects outside the workloads that keep their pods off (a node's taints, the namespace's
+#: LimitRange policy): when Stratus cannot fix one, no workload change is a fix either.
+_POLICY_KINDS = frozenset({"Node", "LimitRange"})
+
+
 def _outside_workloads(subject: Subject, options: Options) -> bool:
-    """The suspect is a node Stratus cannot fix (its taints): no change to the namespace's
-    workloads is a fix for it, so the journal is not searched for one (a restart rolled back
-    would only hide the fault until the next restart)."""
+    """The suspect is a node or namespace policy Stratus cannot fix: the journal is not
+    searched for a workload change to undo (a restart rolled back would only hide the fault
+    until the pod is next recreated)."""
     suspect = subject.suspect
-    return suspect is not None and suspect.kind == "Node" and options.escalation is not None
+    return suspect is not None and suspect.kind in _POLICY_KINDS and options.escalation is not None
