@@ -10,7 +10,12 @@ from lab.faults.errors import UnknownFault
 from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
-from lab.faults.scheduling import LimitRangeTooLow, NodeTaintNoToleration, RequestsExceedNode
+from lab.faults.scheduling import (
+    LimitRangeTooLow,
+    NodeTaintNoToleration,
+    PvcPending,
+    RequestsExceedNode,
+)
 from lab.faults.service import WrongTargetPort
 from lab.faults.workload import CpuLimitTooLow, MemoryLimitTooLow, NodeSelectorMismatch, ScaleToZero
 
@@ -32,6 +37,7 @@ _FAULTS: tuple[Fault, ...] = (
     PodFailure(),
     RequestsExceedNode(),
     NodeTaintNoToleration(),
+    PvcPending(),
     LimitRangeTooLow(),
     NoFault(),
 )

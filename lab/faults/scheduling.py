@@ -209,3 +209,64 @@ class LimitRangeTooLow(Fault):
             name = pod["metadata"]["name"]
             ctx.api.delete("Pod", ctx.namespace, name)
             ctx.changes.append(f"Pod/{name}: deleted")
+
+
+class PvcPending(Fault):
+    id = "pvc-pending"
+    description = "mount a new PVC whose storage class does not exist; the new pod stays Pending"
+    category = MISCONFIG
+    params = (
+        Param(
+            name="storage_class",
+            kind=str,
+            help="the storageClassName the claim asks for",
+            default="fast",
+        ),
+        Param(name="size", kind=str, help="the claim's size", default="1Gi"),
+    )
+    default_targets = targets({"hotel-reservation": "recommendation", "online-shop": "cart"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        storage_class = str(ctx.params.setdefault("storage_class", "fast"))
+        size = str(ctx.params.setdefault("size", "1Gi"))
+        if not quantity.is_valid(size) or quantity.value(size) <= 0:
+            raise BadParameter(f"parameter size: {size!r} is not a positive quantity")
+        dep = deployment_of(ctx)
+        name = dep["metadata"]["name"]
+        claim = f"{name}-cache"
+        if ctx.api.get("PersistentVolumeClaim", ctx.namespace, claim) is not None:
+            raise BadParameter(f"{self.id}: PersistentVolumeClaim {claim} already exists")
+        # `kubectl apply` of a manifest change that adds a cache volume: the claim (with the
+        # class of another cluster, where it exists) and the Deployment that mounts it.
+        ctx.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": storage_class,
+                    "resources": {"requests": {"storage": size}},
+                },
+            },
+            change=f"PersistentVolumeClaim/{claim}: created with storageClassName {storage_class}",
+        )
+        container = main_container(dep)["name"]
+        volume = {"name": "cache", "persistentVolumeClaim": {"claimName": claim}}
+        mount = {"name": "cache", "mountPath": "/var/cache/app"}
+        ctx.patch(
+            "Deployment",
+            name,
+            {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "volumes": [volume],
+                            "containers": [{"name": container, "volumeMounts": [mount]}],
+                        }
+                    }
+                }
+            },
+            patch_type="strategic",
+            change=f"Deployment/{name}: volume cache (claim {claim}) mounted at /var/cache/app",
+        )

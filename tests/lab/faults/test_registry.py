@@ -34,6 +34,7 @@ EXPECTED = {
     "pod-failure": "virtualization/operation_error",
     "requests-exceed-node": "virtualization/misconfiguration",
     "node-taint-no-toleration": "virtualization/misconfiguration",
+    "pvc-pending": "virtualization/misconfiguration",
     "limitrange-too-low": "virtualization/misconfiguration",
     "no-fault": None,
 }

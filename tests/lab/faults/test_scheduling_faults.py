@@ -163,3 +163,61 @@ def test_limitrange_defaults_limits_at_admission(make_lab: MakeLab) -> None:
         "LimitRanger plugin set: ephemeral-storage request for container email; "
         "ephemeral-storage limit for container email"
     )
+
+
+def test_pvc_pending(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "pvc-pending")
+    assert injection.target == "recommendation"
+    claim = lab.world.api.get("PersistentVolumeClaim", HOTEL, "recommendation-cache")
+    assert claim is not None and claim["status"]["phase"] == "Pending"
+    assert any(
+        r == "ProvisioningFailed" and m == 'storageclass.storage.k8s.io "fast" not found'
+        for r, m in lab.events("recommendation-cache")
+    ), lab.events("recommendation-cache")
+    pending = _pending(lab, "recommendation")
+    assert pending and not pending[0]["spec"].get("nodeName")  # type: ignore[attr-defined]
+    assert any(
+        r == "FailedScheduling"
+        and m.startswith(
+            "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+        )
+        for r, m in lab.events("recommendation-")
+    ), lab.events("recommendation-")
+    assert "Pending" in lab.kubectl("get", "pvc", "recommendation-cache")
+
+    # The claim's class is immutable: put the Deployment back, then drop the claim.
+    assert "rolled back" in lab.kubectl("rollout", "undo", "deployment/recommendation")
+    lab.kubectl("delete", "pvc", "recommendation-cache", "--wait=false")
+    _fixed(lab, injection, "recommendation")
+
+
+def test_a_claim_of_an_existing_class_binds_and_its_pod_runs(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = _inject(lab, "pvc-pending", storage_class="fast")
+    # Re-create the claim with the class the cluster has: the Pending pod is scheduled.
+    lab.kubectl("delete", "pvc", "cart-cache", "--wait=false")
+    lab.advance(2)
+    lab.kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "cart-cache"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "standard",
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        ),
+    )
+    _fixed(lab, injection, "cart")
+    claim = lab.world.api.get("PersistentVolumeClaim", SHOP, "cart-cache")
+    assert claim is not None and claim["status"]["phase"] == "Bound"
+    assert any(
+        v.get("persistentVolumeClaim") for p in lab.pods("cart") for v in p["spec"]["volumes"]
+    )
