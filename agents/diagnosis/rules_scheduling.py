@@ -7,7 +7,8 @@ after them: the scheduler never places a pod on a node whose taint it does not t
 Then the node changed, not the workload, and the suspect is the node's taints.
 
 Likewise a pod refused by the LimitRanger admission plugin ("maximum memory usage per
-Container is 256Mi, but limit is 512Mi") is kept out by the namespace's LimitRange policy.
+Container is 256Mi, but limit is 512Mi") is kept out by the namespace's LimitRange policy,
+and one that waits for an unbound claim by the volumes its template mounts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from agents.diagnosis.candidate import VIRT_MISCONFIG, Candidate
+from agents.diagnosis.candidate import VIRT_MISCONFIG, Candidate, touch_keys, workload_suspect
 from agents.diagnosis.facts import Facts
 from agents.diagnosis.suspect import Suspect
 
@@ -120,4 +121,40 @@ def limit_range(facts: Facts, service: str) -> Iterator[Candidate]:
         return
 
 
-RULES = (node_taint, limit_range)
+#: The VolumeBinding PreFilter's reasons: the claim is missing, or not bound yet.
+_CLAIM = re.compile(
+    r"pod has unbound immediate PersistentVolumeClaims|persistentvolumeclaim \"([^\"]+)\" not found"
+)
+
+
+def unbound_claim(facts: Facts, service: str) -> Iterator[Candidate]:
+    """Pods wait for a claim that is missing or cannot bind ⇒ the pod template's volumes (or
+    the claim they name) are misconfigured; the scheduler tried no node at all."""
+    s = facts.symptoms[service]
+    texts = list(s.unschedulable) + [
+        e.message for e in facts.events(service) if e.reason == "FailedScheduling"
+    ]
+    text = next((t for t in texts if _CLAIM.search(t)), None)
+    if text is None:
+        return
+    suspect, touches = workload_suspect(
+        facts,
+        service,
+        "spec.template.spec.volumes",
+        None,
+        touch_pattern=r"volume|persistentVolumeClaim",
+        reason=text,
+    )
+    yield Candidate(
+        service=service,
+        category=VIRT_MISCONFIG,
+        # Above the generic reading of the same message (which names a node selector).
+        confidence=0.92,
+        explanation=f"{service}'s pods wait for a PersistentVolumeClaim that does not bind: {text}",
+        rule="unbound-claim",
+        keys=(*facts.keys(service, "pods", "events"), *touch_keys(touches)),
+        suspect=suspect,
+    )
+
+
+RULES = (node_taint, limit_range, unbound_claim)
