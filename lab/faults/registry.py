@@ -12,6 +12,7 @@ from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
 from lab.faults.scheduling import (
     LimitRangeTooLow,
+    NodeNotReady,
     NodeTaintNoToleration,
     PvcPending,
     RequestsExceedNode,
@@ -39,6 +40,7 @@ _FAULTS: tuple[Fault, ...] = (
     NodeTaintNoToleration(),
     PvcPending(),
     LimitRangeTooLow(),
+    NodeNotReady(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -8,6 +8,8 @@ rollout), unless the old pod goes too (a NoExecute taint evicts it).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agents.model import JsonObject
 from lab.faults.base import FIELD_MANAGER, Fault, FaultContext, clean, targets
 from lab.faults.errors import BadParameter, InjectionFailed
@@ -18,11 +20,14 @@ from lab.faults.kubeops import (
     pods_of,
     rollout_restart,
 )
-from lab.faults.model import Param, SavedObject
-from lab.faults.workload import MISCONFIG
+from lab.faults.model import GroundTruth, Injection, Param, SavedObject
+from lab.faults.workload import MISCONFIG, OPERATION
 from lab.kube import quantity
 from lab.kube.errors import ApiError
 from lab.kube.jsonutil import rfc3339
+
+if TYPE_CHECKING:
+    from lab.sim.world import LabWorld
 
 _RESOURCES = ("cpu", "memory")
 
@@ -270,3 +275,111 @@ class PvcPending(Fault):
             patch_type="strategic",
             change=f"Deployment/{name}: volume cache (claim {claim}) mounted at /var/cache/app",
         )
+
+
+class NodeNotReady(Fault):
+    id = "node-not-ready"
+    description = "the kubelet of a workload's node stops posting status; the node goes NotReady"
+    # An operation failure of the platform (a kubelet or machine down), not a spec mistake:
+    # the taxonomy's virtualization level, as for a pod killed without a spec change.
+    category = OPERATION
+    # A person brings the node (or its kubelet) back, or drains it: not a Kubernetes object
+    # Stratus can put back.
+    undoable_fix = False
+    params = (
+        Param(
+            name="node",
+            kind=str,
+            help="the node to fail",
+            default="the node the target's first pod runs on",
+        ),
+    )
+    default_targets = targets(
+        {"hotel-reservation": "mongodb-profile", "online-shop": "valkey-cart"}
+    )
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        if "node" not in ctx.params:
+            placed = sorted(
+                str(p["spec"]["nodeName"]) for p in pods_of(ctx, dep) if p["spec"].get("nodeName")
+            )
+            if not placed:
+                raise BadParameter(f"{ctx.target} has no pod on a node")
+            ctx.params["node"] = placed[0]
+        node = str(ctx.params["node"])
+        live = ctx.api.get("Node", None, node)
+        if live is None:
+            raise BadParameter(f"parameter node: Node {node} does not exist")
+        ctx.saved.append(SavedObject(kind="Node", namespace="", name=node, before=clean(live)))
+        # What the node lifecycle controller writes once the kubelet has been silent for the
+        # grace period: every condition Unknown, "Kubelet stopped posting node status."
+        stamp = rfc3339(ctx.now)
+        conditions = [
+            {
+                **c,
+                "status": "Unknown",
+                "reason": "NodeStatusUnknown",
+                "message": "Kubelet stopped posting node status.",
+                "lastTransitionTime": stamp,
+            }
+            for c in (live.get("status") or {}).get("conditions") or []
+        ]
+        try:
+            ctx.world.api.patch(  # type: ignore[call-arg]
+                "Node",
+                None,
+                node,
+                {"status": {"conditions": conditions}},
+                patch_type="merge",
+                field_manager="node-controller",
+                subresource="status",
+            )
+        except ApiError as e:
+            raise InjectionFailed(f"Node/{node}: {e.message}") from e
+        ctx.changes.append(f"Node/{node}: kubelet stopped posting status (Ready=Unknown)")
+
+    def truth(self, ctx: FaultContext) -> GroundTruth:
+        # Every service with a pod on the failed node is down for the same reason; the
+        # target (whose node was chosen) first. Read at injection: nothing has moved yet.
+        on_node = _services_on(ctx, str(ctx.params["node"]))
+        causes = (ctx.target, *(s for s in on_node if s != ctx.target))
+        return GroundTruth(
+            namespace=ctx.namespace,
+            root_causes=causes,
+            category=OPERATION,
+            undoable_fix=False,
+        )
+
+    def recover(self, world: LabWorld, injection: Injection) -> tuple[str, ...]:
+        """The kubelet posts again: Ready=True (the node lifecycle controller lifts its taints
+        and the kubelet finishes the pods deleted meanwhile)."""
+        done: list[str] = []
+        for saved in injection.saved:
+            live = world.api.get("Node", None, saved.name)
+            if live is None or saved.before is None:
+                continue
+            before = (saved.before.get("status") or {}).get("conditions")
+            world.api.patch(  # type: ignore[call-arg]
+                "Node",
+                None,
+                saved.name,
+                {"status": {"conditions": before}},
+                patch_type="merge",
+                field_manager="kubelet",
+                subresource="status",
+            )
+            done.append(f"Node/{saved.name}: Ready again")
+        return tuple(done)
+
+
+def _services_on(ctx: FaultContext, node: str) -> tuple[str, ...]:
+    label = ctx.bundle.model.service_label
+    found = {
+        str(labels[label])
+        for p in ctx.api.list("Pod", ctx.namespace)
+        if (p.get("spec") or {}).get("nodeName") == node
+        and label in (labels := (p.get("metadata") or {}).get("labels") or {})
+        and labels[label] in ctx.bundle.model.services
+    }
+    return tuple(sorted(found))

@@ -36,6 +36,7 @@ EXPECTED = {
     "node-taint-no-toleration": "virtualization/misconfiguration",
     "pvc-pending": "virtualization/misconfiguration",
     "limitrange-too-low": "virtualization/misconfiguration",
+    "node-not-ready": "virtualization/operation_error",
     "no-fault": None,
 }
 
@@ -58,6 +59,7 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "network-loss",
         "node-taint-no-toleration",
         "limitrange-too-low",
+        "node-not-ready",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
