@@ -221,3 +221,32 @@ def test_a_claim_of_an_existing_class_binds_and_its_pod_runs(make_lab: MakeLab) 
     assert any(
         v.get("persistentVolumeClaim") for p in lab.pods("cart") for v in p["spec"]["volumes"]
     )
+
+
+def test_node_not_ready(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = _inject(lab, "node-not-ready")
+    node = str(injection.params["node"])
+    assert not injection.truth.undoable_fix
+    assert injection.truth.root_causes[0] == "mongodb-profile"
+    assert "Unknown" in lab.kubectl(
+        "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    )
+    taints = lab.kubectl("get", "node", node, "-o", "jsonpath={.spec.taints[*].key}")
+    assert "node.kubernetes.io/unreachable" in taints
+    (pod,) = lab.pods("mongodb-profile")
+    ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and ready.get("reason") == "NodeNotReady", ready
+    assert error_ratio(lab, "mongodb-profile") > 0.9 or error_ratio(lab, "profile") > 0.05
+
+    # A person drains the dead node: cordon it and delete its pods (their kubelet cannot
+    # confirm, so they stay Terminating while their ReplicaSets replace them elsewhere).
+    lab.kubectl("cordon", node)
+    on_node = [
+        p["metadata"]["name"]
+        for p in lab.world.api.list("Pod", HOTEL)
+        if p["spec"].get("nodeName") == node
+    ]
+    lab.kubectl("delete", "pod", *on_node, "--wait=false")
+    _fixed(lab, injection, "mongodb-profile", "profile")
+    assert all(p["spec"]["nodeName"] != node for p in lab.pods("mongodb-profile"))
