@@ -355,22 +355,51 @@ class NodeNotReady(Fault):
         """The kubelet posts again: Ready=True (the node lifecycle controller lifts its taints
         and the kubelet finishes the pods deleted meanwhile)."""
         done: list[str] = []
+        stamp = rfc3339(world.clock.now())
         for saved in injection.saved:
             live = world.api.get("Node", None, saved.name)
-            if live is None or saved.before is None:
+            if live is None:
                 continue
-            before = (saved.before.get("status") or {}).get("conditions")
+            conditions = [
+                {**c, **_HEALTHY.get(c.get("type", ""), {}), "lastTransitionTime": stamp}
+                for c in (live.get("status") or {}).get("conditions") or []
+            ]
             world.api.patch(  # type: ignore[call-arg]
                 "Node",
                 None,
                 saved.name,
-                {"status": {"conditions": before}},
+                {"status": {"conditions": conditions}},
                 patch_type="merge",
                 field_manager="kubelet",
                 subresource="status",
             )
             done.append(f"Node/{saved.name}: Ready again")
         return tuple(done)
+
+
+#: What a healthy kubelet posts for each node condition.
+_HEALTHY: dict[str, dict[str, str]] = {
+    "Ready": {
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "kubelet is posting ready status",
+    },
+    "MemoryPressure": {
+        "status": "False",
+        "reason": "KubeletHasSufficientMemory",
+        "message": "kubelet has sufficient memory available",
+    },
+    "DiskPressure": {
+        "status": "False",
+        "reason": "KubeletHasNoDiskPressure",
+        "message": "kubelet has no disk pressure",
+    },
+    "PIDPressure": {
+        "status": "False",
+        "reason": "KubeletHasSufficientPID",
+        "message": "kubelet has sufficient PID available",
+    },
+}
 
 
 def _services_on(ctx: FaultContext, node: str) -> tuple[str, ...]:
