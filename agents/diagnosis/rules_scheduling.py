@@ -8,7 +8,8 @@ Then the node changed, not the workload, and the suspect is the node's taints.
 
 Likewise a pod refused by the LimitRanger admission plugin ("maximum memory usage per
 Container is 256Mi, but limit is 512Mi") is kept out by the namespace's LimitRange policy,
-and one that waits for an unbound claim by the volumes its template mounts.
+and one that waits for an unbound claim by the volumes its template mounts. Pods stranded on
+a node that is not Ready point at the node.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from agents.diagnosis.candidate import VIRT_MISCONFIG, Candidate, touch_keys, workload_suspect
+from agents.diagnosis.candidate import (
+    VIRT_MISCONFIG,
+    VIRT_OPERATION,
+    Candidate,
+    touch_keys,
+    workload_suspect,
+)
 from agents.diagnosis.facts import Facts
 from agents.diagnosis.suspect import Suspect
 
@@ -157,4 +164,42 @@ def unbound_claim(facts: Facts, service: str) -> Iterator[Candidate]:
     )
 
 
-RULES = (node_taint, limit_range, unbound_claim)
+def node_not_ready(facts: Facts, service: str) -> Iterator[Candidate]:
+    """The service's pods sit on a node that is not Ready ⇒ the node failed (its kubelet
+    stopped reporting, or the machine is gone): an operation failure of the platform. Their
+    containers may still run, but the node's pods are taken out of service and, after their
+    toleration, evicted; nothing in the namespace changed."""
+    down = {n.name for n in facts.obs.nodes if not n.ready}
+    if not down:
+        return
+    stranded = [p for p in facts.obs.pods.get(service, ()) if p.node in down and not p.ready]
+    if not stranded:
+        return
+    healthy_elsewhere = [
+        p for p in facts.obs.pods.get(service, ()) if p.node not in down and p.ready
+    ]
+    if healthy_elsewhere:
+        return  # another replica serves: the node is not why this service fails
+    node = sorted({str(p.node) for p in stranded})[0]
+    yield Candidate(
+        service=service,
+        category=VIRT_OPERATION,
+        confidence=0.93,
+        explanation=(
+            f"{service}'s pods ({', '.join(p.name for p in stranded)}) are on node {node}, "
+            "which is not Ready: its kubelet no longer reports, so they are out of service "
+            "until the node returns or they are evicted"
+        ),
+        rule="node-not-ready",
+        keys=(*facts.keys(service, "pods", "events"), "nodes"),
+        suspect=Suspect(
+            kind="Node",
+            name=node,
+            field="status.conditions[type=Ready]",
+            current="not Ready",
+            reason=f"node {node} is not Ready",
+        ),
+    )
+
+
+RULES = (node_taint, limit_range, unbound_claim, node_not_ready)

@@ -47,6 +47,8 @@ def by_suspect(ctx: Context, subject: Subject) -> Options:
         return config_options(ctx, subject)
     if suspect.kind == "ResourceQuota":
         return quota_options(ctx, subject)
+    if suspect.kind == "Node" and "conditions" in suspect.field:
+        return Options(escalation=runbooks.node_down(ctx, subject))
     if suspect.kind == "Node":
         return node_options(ctx, subject)
     if suspect.kind == "LimitRange":

@@ -403,12 +403,12 @@ _HEALTHY: dict[str, dict[str, str]] = {
 
 
 def _services_on(ctx: FaultContext, node: str) -> tuple[str, ...]:
+    """The services whose every pod is on `node`: the ones its failure takes down (one with
+    a replica elsewhere keeps serving)."""
     label = ctx.bundle.model.service_label
-    found = {
-        str(labels[label])
-        for p in ctx.api.list("Pod", ctx.namespace)
-        if (p.get("spec") or {}).get("nodeName") == node
-        and label in (labels := (p.get("metadata") or {}).get("labels") or {})
-        and labels[label] in ctx.bundle.model.services
-    }
-    return tuple(sorted(found))
+    where: dict[str, set[str]] = {}
+    for p in ctx.api.list("Pod", ctx.namespace):
+        service = ((p.get("metadata") or {}).get("labels") or {}).get(label)
+        if service in ctx.bundle.model.services and not p["metadata"].get("deletionTimestamp"):
+            where.setdefault(str(service), set()).add(str((p.get("spec") or {}).get("nodeName")))
+    return tuple(sorted(s for s, nodes in where.items() if nodes == {node}))
