@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
+
 from lab.faults import Injection, fault
+from lab.kube.errors import ApiError
 from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, healthy
 
 MakeLab = Callable[..., Lab]
@@ -250,3 +253,37 @@ def test_node_not_ready(make_lab: MakeLab) -> None:
     lab.kubectl("delete", "pod", *on_node, "--wait=false")
     _fixed(lab, injection, "mongodb-profile", "profile")
     assert all(p["spec"]["nodeName"] != node for p in lab.pods("mongodb-profile"))
+
+
+def test_limitrange_min_and_unset_max_refuse_a_pod(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL, kubectl=False)
+    api = lab.world.api
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "floor", "namespace": HOTEL},
+            "spec": {"limits": [{"type": "Container", "min": {"cpu": "200m"}}]},
+        },
+        field_manager="kubectl",
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe", "namespace": HOTEL},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+            ]
+        },
+    }
+    with pytest.raises(ApiError) as refused:
+        api.create(pod, field_manager="kubectl")
+    assert refused.value.code == 403
+    assert refused.value.message == (
+        'pods "probe" is forbidden: minimum cpu usage per Container is 200m, but request is 100m'
+    )
+    # min also defaults the request of a container that sets none: 200m is admitted.
+    del pod["spec"]["containers"][0]["resources"]
+    created = api.create(pod, field_manager="kubectl")
+    assert created["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "200m"}
