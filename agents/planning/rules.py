@@ -47,8 +47,12 @@ def by_suspect(ctx: Context, subject: Subject) -> Options:
         return config_options(ctx, subject)
     if suspect.kind == "ResourceQuota":
         return quota_options(ctx, subject)
+    if suspect.kind == "Node" and "conditions" in suspect.field:
+        return Options(escalation=runbooks.node_down(ctx, subject))
     if suspect.kind == "Node":
         return node_options(ctx, subject)
+    if suspect.kind == "LimitRange":
+        return Options(escalation=runbooks.limit_range(ctx, subject))
     if suspect.kind == "Pod":
         return pod_options(ctx, subject)
     return NOTHING
@@ -109,6 +113,19 @@ def options_for(ctx: Context, subject: Subject) -> Options:
         # is ours to undo; the database's users and roles are not.
         escalation = runbooks.authentication(ctx, subject)
         return Options(drafts=options.drafts, escalation=escalation)
-    if not options.drafts:
+    if not options.drafts and not _outside_workloads(subject, options):
         options += by_state(ctx, subject)
     return options
+
+
+#: Objects outside the workloads that keep their pods off (a node's taints, the namespace's
+#: LimitRange policy): when Stratus cannot fix one, no workload change is a fix either.
+_POLICY_KINDS = frozenset({"Node", "LimitRange"})
+
+
+def _outside_workloads(subject: Subject, options: Options) -> bool:
+    """The suspect is a node or namespace policy Stratus cannot fix: the journal is not
+    searched for a workload change to undo (a restart rolled back would only hide the fault
+    until the pod is next recreated)."""
+    suspect = subject.suspect
+    return suspect is not None and suspect.kind in _POLICY_KINDS and options.escalation is not None

@@ -262,6 +262,49 @@ def inadmissible(ctx: Context, subject: Subject) -> Escalation:
     )
 
 
+def node_down(ctx: Context, subject: Subject) -> Escalation:
+    """A node that is not Ready: the machine or its kubelet is fixed by a person; the catalog
+    has nothing that brings a node back (a restart of the pods cannot reach them)."""
+    s = subject.suspect
+    node = s.name if s is not None else "the node"
+    return Escalation(
+        reason=f"node {node} is not Ready and {subject.hypothesis.service}'s pods are stranded "
+        "on it; Stratus cannot repair a node",
+        runbook="\n".join(
+            [
+                f"1. See why: `kubectl describe node {node}` (conditions, last heartbeat), then "
+                "the machine itself (kubelet and container runtime logs, network).",
+                "2. Bring the kubelet or the machine back; its pods report Ready again.",
+                f"3. If it cannot come back soon, drain it: `kubectl cordon {node}` and "
+                f"`kubectl -n {ctx.namespace} delete pod <pod> --wait=false` for its pods, so "
+                "their controllers recreate them on other nodes (pods with local volumes "
+                "need their data moved first).",
+            ]
+        ),
+    )
+
+
+def limit_range(ctx: Context, subject: Subject) -> Escalation:
+    """A LimitRange refuses (or under-sizes) the pods: the namespace's policy, not a catalog
+    kind — and lowering the workload's limits under it would trade the refusal for OOM kills."""
+    s = subject.suspect
+    bound = f" ({s.field} = {s.current})" if s is not None and s.current else ""
+    return Escalation(
+        reason=f"a LimitRange in {ctx.namespace} refuses {subject.hypothesis.service}'s pods"
+        f"{bound}; Stratus does not write LimitRanges",
+        runbook="\n".join(
+            [
+                f"1. See the namespace's limits: `kubectl -n {ctx.namespace} describe limitrange`.",
+                "2. If one was applied by mistake or is too low, delete it or raise its max/min "
+                f"(`kubectl -n {ctx.namespace} edit limitrange <name>`); the ReplicaSet retries "
+                "and its pods are admitted.",
+                "3. If the limit is intended, size the workload's requests and limits to fit "
+                "it in its manifests (check its working set first).",
+            ]
+        ),
+    )
+
+
 def exhausted(
     ctx: Context, diagnosis: Diagnosis, attempts: Sequence[Attempt], lines: Sequence[str]
 ) -> Escalation:

@@ -10,6 +10,13 @@ from lab.faults.errors import UnknownFault
 from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
+from lab.faults.scheduling import (
+    LimitRangeTooLow,
+    NodeNotReady,
+    NodeTaintNoToleration,
+    PvcPending,
+    RequestsExceedNode,
+)
 from lab.faults.service import WrongTargetPort
 from lab.faults.startup import (
     ImagePullUnauthorized,
@@ -39,6 +46,11 @@ _FAULTS: tuple[Fault, ...] = (
     MissingConfigKey(),
     InitContainerFails(),
     ImagePullUnauthorized(),
+    RequestsExceedNode(),
+    NodeTaintNoToleration(),
+    PvcPending(),
+    LimitRangeTooLow(),
+    NodeNotReady(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -30,6 +30,7 @@ from lab.kube.controllers.deployment import DeploymentController
 from lab.kube.controllers.endpoints import EndpointsController
 from lab.kube.controllers.kubelet import Kubelet
 from lab.kube.controllers.lifecycle import GarbageCollector, NamespaceController
+from lab.kube.controllers.limitranger import LimitRanger
 from lab.kube.controllers.misc import EventExpiry, HorizontalPodAutoscalerController, VolumeBinder
 from lab.kube.controllers.nodes import NodeLifecycleController
 from lab.kube.controllers.quota import QuotaAdmission, QuotaController
@@ -78,6 +79,8 @@ class LabCluster:
         # control plane and are not subject to it.
         self.rbac = Authorizer(self.store, seed=f"{name}/{seed}")
         self.addresses = PodAddresses()
+        # LimitRanger first: it is a mutating plugin, and quota counts the limits it defaults.
+        self.api.admission.append(LimitRanger(self.store))
         self.api.admission.append(QuotaAdmission(self.store))
         self.api.delete_hooks.append(self._released)
         self.kubelet = Kubelet(

@@ -76,10 +76,14 @@ class Kubelet:
 
     def on_change(self, change: Change) -> None:
         if change.kind == "Node" and change.type != "DELETED":
-            # A node back from NotReady finishes the pods deleted while it was away.
+            # A node back from NotReady finishes the pods deleted while it was away, and
+            # reports the others again (Ready once more); one going NotReady marks them.
+            ready_changed = change.old is not None and condition(change.old, "Ready") != condition(
+                change.obj, "Ready"
+            )
             for pod in self.api.store.iter_objects("Pod"):
-                if get_path(pod, "spec", "nodeName") == change.name and get_path(
-                    pod, "metadata", "deletionTimestamp"
+                if get_path(pod, "spec", "nodeName") == change.name and (
+                    ready_changed or get_path(pod, "metadata", "deletionTimestamp")
                 ):
                     with self._pending_lock:
                         self._pending[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = (

@@ -1,7 +1,11 @@
 """Small controllers: volume binding, HPA bounds, event expiry.
 
 * PersistentVolumeClaims bind at once to a volume named `pvc-<uid>` of the requested size
-  (the lab has a single default storage class, "standard").
+  when their storage class exists (the lab has a single default class, "standard", with
+  Immediate binding). A claim naming another class stays Pending and, as the real
+  PersistentVolume controller does, reports a ProvisioningFailed warning
+  (`storageclass.storage.k8s.io "fast" not found`) on each resync; a claim asking for no
+  class (`""`) waits for a pre-provisioned volume the lab never has (FailedBinding).
 * HorizontalPodAutoscalers: the lab has no metrics API, so like a real HPA whose metrics fail
   it keeps replicas within [minReplicas, maxReplicas] and reports ScalingActive=False.
 * Events expire an hour of lab time after they were last seen.
@@ -27,6 +31,13 @@ from lab.kube.jsonutil import copy_obj, get_path, rfc3339
 from lab.kube.resources import by_kind
 from lab.kube.store import Change
 
+#: The lab's storage classes (a kind-like cluster's one provisioner); the first is the default.
+STORAGE_CLASSES = ("standard",)
+DEFAULT_STORAGE_CLASS = STORAGE_CLASSES[0]
+#: The PersistentVolume controller's resync period: a Pending claim is retried (and its
+#: warning repeated) this often.
+RESYNC = timedelta(seconds=15)
+
 
 class VolumeBinder:
     name = "persistentvolume-binder"
@@ -40,16 +51,37 @@ class VolumeBinder:
             self.queue.add((change.namespace, change.name))
 
     def sync(self, now: datetime) -> bool:
-        return run_keys(self.name, self.queue.pop_ready(now), self._bind)
+        return run_keys(self.name, self.queue.pop_ready(now), lambda k: self._bind(k, now))
 
-    def _bind(self, key: tuple[str, str]) -> None:
+    def _bind(self, key: tuple[str, str], now: datetime) -> None:
         stored = self.api.store.get("PersistentVolumeClaim", *key)
         if stored is None or get_path(stored.obj, "status", "phase") == "Bound":
             return
         claim = stored.obj
+        wanted = get_path(claim, "spec", "storageClassName")
+        if wanted is not None and wanted not in STORAGE_CLASSES:
+            if wanted:
+                reason, message = (
+                    "ProvisioningFailed",
+                    (f'storageclass.storage.k8s.io "{wanted}" not found'),
+                )
+            else:
+                reason, message = (
+                    "FailedBinding",
+                    ("no persistent volumes available for this claim and no storage class is set"),
+                )
+            self.api.events.record(
+                involved=claim,
+                reason=reason,
+                type="Warning",
+                message=message,
+                component="persistentvolume-controller",
+            )
+            self.queue.add_after(key, now + RESYNC)
+            return
         new = copy_obj(claim)
         spec = new.setdefault("spec", {})
-        spec.setdefault("storageClassName", "standard")
+        spec.setdefault("storageClassName", DEFAULT_STORAGE_CLASS)
         spec["volumeName"] = f"pvc-{claim['metadata']['uid']}"
         annotations = new["metadata"].setdefault("annotations", {})
         annotations["pv.kubernetes.io/bind-completed"] = "yes"

@@ -5,7 +5,8 @@ As the real node lifecycle controller does: a node whose Ready condition is Fals
 there and NoExecute so its pods are evicted once their toleration runs out (300 s by default,
 from the DefaultTolerationSeconds admission), at once for pods that do not tolerate it. The
 evicted pods stay Terminating (their kubelet is gone) while their controllers replace them
-elsewhere. When the node is Ready again the taints go.
+elsewhere. When the node is Ready again the taints go. Any other NoExecute taint (one an
+operator added with `kubectl taint`) evicts the pods that do not tolerate it the same way.
 """
 
 from __future__ import annotations
@@ -81,7 +82,11 @@ class NodeLifecycleController:
         ours = [t for t in taints if t.get("key") in (NOT_READY, UNREACHABLE)]
         if status == "True":
             if ours:
-                self._set_taints(node, [t for t in taints if t not in ours])
+                node = self._set_taints(node, [t for t in taints if t not in ours])
+            # Taints someone put there (`kubectl taint ... :NoExecute`) evict just the same.
+            for taint in get_path(node, "spec", "taints", default=[]):
+                if taint.get("effect") == "NoExecute":
+                    self._evict(node, taint, now)
             return
         wanted_key = NOT_READY if status == "False" else UNREACHABLE
         if {(t.get("key"), t.get("effect")) for t in ours} != {

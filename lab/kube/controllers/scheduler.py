@@ -6,8 +6,11 @@ carries node.kubernetes.io/not-ready), nodeSelector and required node affinity, 
 requests against allocatable and pod count. A pod that fits nowhere stays Pending with
 PodScheduled=False/Unschedulable and a FailedScheduling event worded as the real one ("0/3
 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: ...");
-it is retried when nodes or pods change, and every 30 s of lab time. Among feasible nodes the
-least allocated wins (ties by name), which spreads replicas as the default scoring does.
+it is retried when nodes, pods or claims change, and every 30 s of lab time. Before any node
+is tried, a pod whose PersistentVolumeClaim is missing or not yet bound is held back ("0/3
+nodes are available: pod has unbound immediate PersistentVolumeClaims"), as the
+VolumeBinding plugin's PreFilter does. Among feasible nodes the least allocated wins (ties by
+name), which spreads replicas as the default scoring does.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 UNSCHEDULABLE = "node(s) were unschedulable"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+UNBOUND_CLAIMS = "pod has unbound immediate PersistentVolumeClaims"
 
 
 def pod_requests(pod: JsonObject) -> tuple[int, int]:
@@ -142,7 +146,7 @@ class Scheduler:
         self._retry_all = False
 
     def on_change(self, change: Change) -> None:
-        if change.kind == "Node":
+        if change.kind in ("Node", "PersistentVolumeClaim"):
             self._retry_all = True
         elif change.kind == "Pod":
             if change.type == "DELETED" and get_path(change.obj, "spec", "nodeName"):
@@ -194,6 +198,11 @@ class Scheduler:
             "default-scheduler"
         ):
             return
+        volume_problem = self._volume_problem(pod)
+        if volume_problem is not None:
+            # A PreFilter failure: no node is tried, none can help.
+            self._unschedulable(pod, nodes, Counter(), 0, now, prefilter=volume_problem)
+            return
         cpu, mem = pod_requests(pod)
         reasons: Counter[str] = Counter()
         resolvable = 0
@@ -222,6 +231,22 @@ class Scheduler:
             entry.pods += 1
             return
         self._unschedulable(pod, nodes, reasons, resolvable, now)
+
+    def _volume_problem(self, pod: JsonObject) -> str | None:
+        """Why the pod's claims keep it off every node (the VolumeBinding PreFilter): a claim
+        that does not exist, or one not bound yet (the lab's classes bind Immediately)."""
+        namespace = pod["metadata"]["namespace"]
+        unbound = False
+        for volume in get_path(pod, "spec", "volumes", default=[]):
+            claim_name = get_path(volume, "persistentVolumeClaim", "claimName")
+            if not claim_name:
+                continue
+            claim = self.api.store.get("PersistentVolumeClaim", namespace, claim_name)
+            if claim is None:
+                return f'persistentvolumeclaim "{claim_name}" not found'
+            if get_path(claim.obj, "status", "phase") != "Bound":
+                unbound = True
+        return UNBOUND_CLAIMS if unbound else None
 
     def _filter(
         self, pod: JsonObject, node: JsonObject, used: NodeUsage, cpu: int, mem: int
@@ -280,10 +305,17 @@ class Scheduler:
         reasons: Counter[str],
         resolvable: int,
         now: datetime,
+        *,
+        prefilter: str | None = None,
     ) -> None:
         total = len(nodes)
         if not total:
             message = "no nodes available to schedule pods"
+        elif prefilter is not None:
+            message = (
+                f"0/{total} nodes are available: {prefilter}. preemption: 0/{total} nodes are "
+                f"available: {total} {NOT_HELPFUL}."
+            )
         else:
             parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
             preemption = []

@@ -36,6 +36,11 @@ EXPECTED = {
     "missing-config-key": "application/misconfiguration",
     "init-container-fails": "application/misconfiguration",
     "image-pull-unauthorized": "virtualization/misconfiguration",
+    "requests-exceed-node": "virtualization/misconfiguration",
+    "node-taint-no-toleration": "virtualization/misconfiguration",
+    "pvc-pending": "virtualization/misconfiguration",
+    "limitrange-too-low": "virtualization/misconfiguration",
+    "node-not-ready": "virtualization/operation_error",
     "no-fault": None,
 }
 
@@ -52,7 +57,14 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         assert fault(f.id) is f
         assert f.apps and set(f.apps) <= {"hotel-reservation", "online-shop"}
     no_undo = {f.id for f in library if not f.undoable_fix}
-    assert no_undo == {"revoked-db-credentials", "network-delay", "network-loss"}
+    assert no_undo == {
+        "revoked-db-credentials",
+        "network-delay",
+        "network-loss",
+        "node-taint-no-toleration",
+        "limitrange-too-low",
+        "node-not-ready",
+    }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
 
