@@ -32,6 +32,8 @@ EXPECTED = {
     "network-delay": "virtualization/network",
     "network-loss": "virtualization/network",
     "pod-failure": "virtualization/operation_error",
+    "hpa-max-too-low": "virtualization/misconfiguration",
+    "rollout-stuck-progress-deadline": "virtualization/misconfiguration",
     "no-fault": None,
 }
 

@@ -1,0 +1,162 @@
+"""Faults that misconfigure what a Kubernetes controller does for a workload: an autoscaler
+capped below the replicas the service runs, a rollout that cannot progress.
+
+The injector writes the object an operator would (`kubectl autoscale`, `kubectl apply` of an
+edited manifest); the HPA and Deployment controllers then do what they always do. Whether a
+user sees anything follows from the cluster's state: the lab's load fits in one frontend
+replica, so a capped autoscaler costs spare capacity and nothing a caller sees, while a
+rollout allowed to take a replica down while its new pods never turn Ready loses serving
+capacity for as long as it is stuck.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agents.model import JsonObject
+from lab.faults.base import RECOVER_MANAGER, Fault, FaultContext, targets
+from lab.faults.errors import BadParameter
+from lab.faults.kubeops import container_patch, deployment_of, main_container
+from lab.faults.model import Injection, Param
+from lab.faults.workload import MISCONFIG
+
+if TYPE_CHECKING:
+    from lab.sim.world import LabWorld
+
+
+def _replicas(dep: JsonObject) -> int:
+    return int((dep.get("spec") or {}).get("replicas", 1))
+
+
+class HpaMaxTooLow(Fault):
+    id = "hpa-max-too-low"
+    description = (
+        "kubectl autoscale a workload with --max below its replicas; the HPA scales it down"
+    )
+    category = MISCONFIG
+    params = (
+        Param(
+            name="max",
+            kind=int,
+            help="the HPA's maxReplicas (minReplicas is 1, kubectl autoscale's default)",
+            default="1",
+            minimum=1,
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "frontend", "online-shop": "frontend"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        name = dep["metadata"]["name"]
+        if ctx.api.get("HorizontalPodAutoscaler", ctx.namespace, name) is not None:
+            raise BadParameter(f"{self.id}: HorizontalPodAutoscaler {name} already exists")
+        high = int(ctx.params.setdefault("max", 1))
+        current = _replicas(dep)
+        if high >= current:
+            raise BadParameter(f"{self.id}: {name} runs {current} replicas; cap below that")
+        # What `kubectl autoscale deployment/NAME --max=N --cpu-percent=80` creates.
+        ctx.create(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                    "minReplicas": 1,
+                    "maxReplicas": high,
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {
+                                "name": "cpu",
+                                "target": {"type": "Utilization", "averageUtilization": 80},
+                            },
+                        }
+                    ],
+                },
+            },
+            change=(
+                f"HorizontalPodAutoscaler/{name}: created for Deployment/{name} "
+                f"(min 1, max {high}; the Deployment runs {current})"
+            ),
+        )
+
+    def recover(self, world: LabWorld, injection: Injection) -> tuple[str, ...]:
+        """Delete the HPA, then give the Deployment back the replicas the HPA took away (the
+        controller wrote them, so no saved object of the injector holds them)."""
+        done = list(super().recover(world, injection))
+        key = f"Deployment/{injection.target}"
+        replicas = injection.baseline.workloads.get(key)
+        dep = world.api.get("Deployment", injection.namespace, injection.target)
+        if replicas is not None and dep is not None and _replicas(dep) != replicas:
+            world.api.patch(
+                "Deployment",
+                injection.namespace,
+                injection.target,
+                {"spec": {"replicas": replicas}},
+                patch_type="merge",
+                field_manager=RECOVER_MANAGER,
+            )
+            done.append(f"{key}: scaled back to {replicas}")
+        return tuple(done)
+
+
+class RolloutStuckProgressDeadline(Fault):
+    id = "rollout-stuck-progress-deadline"
+    description = (
+        "roll out a readiness probe on a closed port, maxUnavailable 1: stuck a replica down"
+    )
+    category = MISCONFIG
+    params = (
+        Param(
+            name="probe_port",
+            kind=int,
+            help="the port the new readiness probe checks",
+            default="the container's port + 1 (a health port the binary does not open)",
+            minimum=1,
+        ),
+        Param(
+            name="deadline",
+            kind=int,
+            help="spec.progressDeadlineSeconds",
+            default="60",
+            minimum=1,
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "frontend", "online-shop": "frontend"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        name = dep["metadata"]["name"]
+        container = main_container(dep)
+        if _replicas(dep) < 2:
+            # With one replica maxUnavailable cannot take the only pod down while the new one
+            # is unready; the rollout stalls with no capacity lost (nothing a user sees).
+            raise BadParameter(f"{self.id}: {name} runs fewer than 2 replicas")
+        ports = [int(p["containerPort"]) for p in container.get("ports") or []]
+        if "probe_port" not in ctx.params:
+            if not ports:
+                raise BadParameter(f"{self.id}: {name} declares no container port")
+            ctx.params["probe_port"] = ports[0] + 1
+        probe_port = int(ctx.params["probe_port"])
+        if probe_port in ports:
+            raise BadParameter(f"{self.id}: {name} listens on {probe_port}; pick another port")
+        deadline = int(ctx.params.setdefault("deadline", 60))
+        probe = {"tcpSocket": {"port": probe_port}, "initialDelaySeconds": 1, "periodSeconds": 5}
+        patch = container_patch(container["name"], readinessProbe=probe)
+        patch["spec"]["progressDeadlineSeconds"] = deadline
+        patch["spec"]["strategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1},
+        }
+        ctx.patch(
+            "Deployment",
+            name,
+            patch,
+            patch_type="strategic",
+            change=(
+                f"Deployment/{name}: container {container['name']} readinessProbe "
+                f"tcpSocket:{probe_port}, strategy maxUnavailable 1, "
+                f"progressDeadlineSeconds {deadline}"
+            ),
+        )

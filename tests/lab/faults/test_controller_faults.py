@@ -1,0 +1,92 @@
+"""Faults that misconfigure a controller (an HPA, a rollout's strategy and deadline): each is
+injected into a running lab, the controllers act on it, and what a user can see — or the
+absence of it — is read from cluster state and metrics; then a person's kubectl fix puts the
+workload back and the mitigation oracle passes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from lab.faults import fault
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, healthy
+
+MakeLab = Callable[..., Lab]
+
+
+def _ns(lab: Lab) -> str:
+    return f'namespace="{lab.namespace}"'
+
+
+def _replicas(lab: Lab, name: str) -> int:
+    dep = lab.world.api.get("Deployment", lab.namespace, name)
+    assert dep is not None
+    return int(dep["spec"]["replicas"])
+
+
+@pytest.mark.parametrize("app", [HOTEL, SHOP])
+def test_hpa_max_too_low(make_lab: MakeLab, app: str) -> None:
+    lab = make_lab(app)
+    injection = fault("hpa-max-too-low").inject(lab.world, app=app)
+    assert injection.target == "frontend" and injection.params == {"max": 1}
+    lab.advance(20)
+    # The HPA controller clamps the Deployment to maxReplicas, as a real one does even with
+    # no metrics API answering.
+    assert _replicas(lab, "frontend") == 1
+    dep = lab.world.api.get("Deployment", lab.namespace, "frontend")
+    assert dep is not None and dep["status"]["replicas"] == 1
+    assert (
+        "SuccessfulRescale",
+        "New size: 1; reason: Current number of replicas above Spec.MaxReplicas",
+    ) in lab.events("frontend")
+    assert lab.metric(f'kube_deployment_spec_replicas{{{_ns(lab)},deployment="frontend"}}') == {
+        "frontend": 1.0
+    }
+    # At the lab's load one frontend replica has CPU to spare: spare capacity is gone, but no
+    # caller sees an error or a slow answer, so the oracle finds nothing to mitigate.
+    assert error_ratio(lab, "frontend") == 0.0
+    assert lab.check(injection).mitigated
+
+    lab.kubectl("patch", "hpa/frontend", "-p", '{"spec": {"minReplicas": 2, "maxReplicas": 2}}')
+    lab.advance(20)
+    assert _replicas(lab, "frontend") == 2
+    assert any(
+        r == "SuccessfulRescale" and "below Spec.MinReplicas" in m
+        for r, m in lab.events("frontend")
+    )
+    assert lab.settle(injection).mitigated
+    healthy(lab, "frontend")
+
+
+@pytest.mark.parametrize("app", [HOTEL, SHOP])
+def test_rollout_stuck_progress_deadline(make_lab: MakeLab, app: str) -> None:
+    lab = make_lab(app)
+    injection = fault("rollout-stuck-progress-deadline").inject(lab.world, app=app)
+    assert injection.params["deadline"] == 60
+    port = injection.params["probe_port"]
+    lab.advance(75)
+    dep = lab.world.api.get("Deployment", lab.namespace, "frontend")
+    assert dep is not None
+    progressing = {c["type"]: c for c in dep["status"]["conditions"]}["Progressing"]
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    # What `kubectl rollout status` (and a CI pipeline waiting on it) reports.
+    with pytest.raises(AssertionError, match='deployment "frontend" exceeded its progress'):
+        lab.kubectl("rollout", "status", "deployment/frontend", "--watch=false")
+    # maxUnavailable 1 let one old pod go; the new ones run but never turn Ready.
+    assert lab.metric(
+        f'kube_deployment_status_replicas_unavailable{{{_ns(lab)},deployment="frontend"}}'
+    ) == {"frontend": 1.0}
+    unready = [cs for cs in lab.container_states("frontend") if not cs["ready"]]
+    assert len(unready) == 2 and all("running" in cs["state"] for cs in unready)
+    assert any(
+        r == "Unhealthy" and f":{port}: connect: connection refused" in m
+        for r, m in lab.events("frontend-")
+    )
+    assert not lab.check(injection).mitigated
+
+    assert "rolled back" in lab.kubectl("rollout", "undo", "deployment/frontend")
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, "frontend")
+    assert _replicas(lab, "frontend") == 2
