@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agents.model import JsonObject
-from lab.faults.base import RECOVER_MANAGER, Fault, FaultContext, targets
+from lab.faults.base import FIELD_MANAGER, RECOVER_MANAGER, Fault, FaultContext, targets
 from lab.faults.errors import BadParameter
-from lab.faults.kubeops import container_patch, deployment_of, main_container
+from lab.faults.kubeops import container_patch, deployment_of, main_container, pods_of
 from lab.faults.model import Injection, Param
 from lab.faults.workload import MISCONFIG
+from lab.kube.controllers import disruption
+from lab.kube.errors import TooManyRequests
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld
@@ -160,3 +162,81 @@ class RolloutStuckProgressDeadline(Fault):
                 f"progressDeadlineSeconds {deadline}"
             ),
         )
+
+
+class PdbBlocksDrain(Fault):
+    id = "pdb-blocks-drain"
+    description = "a PodDisruptionBudget at the replica count, then kubectl drain: the drain stalls"
+    # Stratus cannot write a PodDisruptionBudget (nor finish a drain): relaxing the budget or
+    # scaling for the maintenance is a person's call.
+    category = MISCONFIG
+    undoable_fix = False
+    default_targets = targets({"hotel-reservation": "frontend", "online-shop": "frontend"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        name = dep["metadata"]["name"]
+        if ctx.api.get("PodDisruptionBudget", ctx.namespace, name) is not None:
+            raise BadParameter(f"{self.id}: PodDisruptionBudget {name} already exists")
+        pods = pods_of(ctx, dep)
+        nodes = sorted({str(p["spec"].get("nodeName")) for p in pods if p["spec"].get("nodeName")})
+        if not nodes:
+            raise BadParameter(f"{self.id}: {name} has no scheduled pod to drain a node under")
+        replicas = _replicas(dep)
+        ctx.create(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name},
+                "spec": {"minAvailable": replicas, "selector": dep["spec"]["selector"]},
+            },
+            change=f"PodDisruptionBudget/{name}: created with minAvailable {replicas} "
+            f"(the Deployment runs {replicas})",
+        )
+        node = nodes[0]
+        ctx.params["node"] = node
+        ctx.world.api.patch(
+            "Node",
+            None,
+            node,
+            {"spec": {"unschedulable": True}},
+            patch_type="strategic",
+            field_manager=FIELD_MANAGER,
+        )
+        ctx.changes.append(f"Node/{node}: cordoned (kubectl drain)")
+        # kubectl drain evicts every pod on the node; the budget refuses its own pods (429),
+        # which kubectl reports and keeps retrying, so the node never empties.
+        api = ctx.world.cluster.api
+        refused = []
+        for pod in ctx.api.list("Pod", None):
+            if pod["spec"].get("nodeName") != node or pod["metadata"].get("deletionTimestamp"):
+                continue
+            if any(
+                o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or []
+            ):
+                continue  # --ignore-daemonsets
+            meta = pod["metadata"]
+            try:
+                disruption.evict(api, meta["namespace"], meta["name"], ctx.now)
+            except TooManyRequests:
+                refused.append(meta["name"])
+        ctx.changes.append(
+            f"kubectl drain {node}: evicting pod(s) {', '.join(refused)} refused: Cannot evict "
+            "pod as it would violate the pod's disruption budget"
+        )
+
+    def recover(self, world: LabWorld, injection: Injection) -> tuple[str, ...]:
+        """Delete the budget and uncordon the node (the drain is abandoned)."""
+        done = list(super().recover(world, injection))
+        node = str(injection.params.get("node", ""))
+        if node and world.api.get("Node", None, node) is not None:
+            world.api.patch(
+                "Node",
+                None,
+                node,
+                {"spec": {"unschedulable": None}},
+                patch_type="merge",
+                field_manager=RECOVER_MANAGER,
+            )
+            done.append(f"Node/{node}: uncordoned")
+        return tuple(done)

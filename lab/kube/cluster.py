@@ -27,6 +27,7 @@ from lab.kube.api import KubeApi
 from lab.kube.bootstrap import NodeSpec, bootstrap, default_nodes
 from lab.kube.controllers.base import Controller
 from lab.kube.controllers.deployment import DeploymentController
+from lab.kube.controllers.disruption import DisruptionController
 from lab.kube.controllers.endpoints import EndpointsController
 from lab.kube.controllers.kubelet import Kubelet
 from lab.kube.controllers.lifecycle import GarbageCollector, NamespaceController
@@ -96,6 +97,7 @@ class LabCluster:
             QuotaController(self.api),
             VolumeBinder(self.api),
             HorizontalPodAutoscalerController(self.api),
+            DisruptionController(self.api),
             EventExpiry(self.api),
         ]
         self.store.add_listener(self._dispatch)

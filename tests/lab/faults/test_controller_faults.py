@@ -5,6 +5,9 @@ workload back and the mitigation oracle passes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
@@ -90,3 +93,73 @@ def test_rollout_stuck_progress_deadline(make_lab: MakeLab, app: str) -> None:
     assert verdict.mitigated, verdict.problems
     healthy(lab, "frontend")
     assert _replicas(lab, "frontend") == 2
+
+
+def _drain(lab: Lab, node: str, *, timeout_s: int) -> subprocess.CompletedProcess[str]:
+    """`kubectl drain` while lab time moves on (it waits for evicted pods to be gone)."""
+    assert lab.kubectl_binary is not None
+    proc = subprocess.Popen(
+        [
+            lab.kubectl_binary,
+            f"--kubeconfig={lab.kubeconfig}",
+            f"--cache-dir={lab.home / 'cache'}",
+            "drain",
+            node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            f"--timeout={timeout_s}s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(lab.home)},
+    )
+    while proc.poll() is None:
+        lab.advance(1)
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("app", [HOTEL, SHOP])
+def test_pdb_blocks_drain(make_lab: MakeLab, app: str) -> None:
+    lab = make_lab(app)
+    injection = fault("pdb-blocks-drain").inject(lab.world, app=app)
+    node = str(injection.params["node"])
+    assert "refused: Cannot evict pod" in injection.changes[-1]
+    lab.advance(20)
+    pdb = lab.world.api.get("PodDisruptionBudget", lab.namespace, "frontend")
+    assert pdb is not None
+    assert pdb["status"]["disruptionsAllowed"] == 0
+    assert pdb["status"]["currentHealthy"] == pdb["status"]["desiredHealthy"] == 2
+    assert "0" in lab.kubectl(
+        "get", "pdb", "frontend", "-o", "jsonpath={.status.disruptionsAllowed}"
+    )
+    # The drain cannot finish: the budget refuses the frontend pod on the node, every retry.
+    stalled = _drain(lab, node, timeout_s=3)
+    assert stalled.returncode != 0
+    assert "Cannot evict pod as it would violate the pod's disruption budget" in stalled.stderr
+    on_node = [
+        p["metadata"]["name"]
+        for p in lab.world.api.list("Pod", lab.namespace)
+        if p["spec"].get("nodeName") == node and not p["metadata"].get("deletionTimestamp")
+    ]
+    assert on_node and all(n.startswith("frontend-") for n in on_node), on_node
+    # Nothing a user sees: the budget only stops voluntary disruptions.
+    assert error_ratio(lab, "frontend") == 0.0
+    assert lab.check(injection).mitigated
+
+    lab.kubectl("patch", "pdb/frontend", "-p", '{"spec": {"minAvailable": 1}}')
+    lab.advance(5)
+    done = _drain(lab, node, timeout_s=60)
+    assert done.returncode == 0, done.stderr
+    assert f"node/{node} drained" in done.stdout
+    assert not [
+        p
+        for p in lab.world.api.list("Pod", lab.namespace)
+        if p["spec"].get("nodeName") == node and not p["metadata"].get("deletionTimestamp")
+    ]
+    lab.kubectl("uncordon", node)
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, "frontend")

@@ -40,6 +40,8 @@ ROOTS = (
     "V1ResourceQuota",
     "V1PersistentVolumeClaim",
     "V1Lease",
+    "V1PodDisruptionBudget",
+    "V1Eviction",
     "V1Scale",
     "V1EndpointSlice",
     "V1DeleteOptions",
