@@ -11,6 +11,7 @@ capacity for as long as it is stuck.
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from agents.model import JsonObject
@@ -18,9 +19,11 @@ from lab.faults.base import FIELD_MANAGER, RECOVER_MANAGER, Fault, FaultContext,
 from lab.faults.errors import BadParameter
 from lab.faults.kubeops import container_patch, deployment_of, main_container, pods_of
 from lab.faults.model import Injection, Param
+from lab.faults.rollout import APP_MISCONFIG
 from lab.faults.workload import MISCONFIG
 from lab.kube.controllers import disruption
 from lab.kube.errors import TooManyRequests
+from lab.sim.images import resolve_exec
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld
@@ -240,3 +243,55 @@ class PdbBlocksDrain(Fault):
             )
             done.append(f"Node/{node}: uncordoned")
         return tuple(done)
+
+
+class JobKeepsFailing(Fault):
+    id = "job-keeps-failing"
+    description = (
+        "kubectl create job from a service's image with a command it lacks: BackoffLimitExceeded"
+    )
+    # A Job's pod template is immutable and Stratus writes no Jobs: a person fixes the command
+    # and re-creates the Job.
+    category = APP_MISCONFIG
+    undoable_fix = False
+    params = (
+        Param(
+            name="command",
+            kind=str,
+            help="the Job's command (split like a shell would); the image must lack it",
+            default="migrate (a schema-migration tool the service's image does not ship)",
+        ),
+    )
+    default_targets = targets({"hotel-reservation": "geo", "online-shop": "cart"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = deployment_of(ctx)
+        container = main_container(dep)
+        image_ref = str(container.get("image", ""))
+        image = ctx.world.registry.get(image_ref)
+        if image is None:
+            raise BadParameter(f"{self.id}: the target's image is not in the registry")
+        command = shlex.split(str(ctx.params.setdefault("command", "migrate")))
+        if not command:
+            raise BadParameter("parameter command: empty")
+        if resolve_exec(image, command, None).binary is not None:
+            raise BadParameter(f"{self.id}: {image_ref} has {command[0]!r}; the Job would run")
+        name = f"{dep['metadata']['name']}-migrate"
+        if ctx.api.get("Job", ctx.namespace, name) is not None:
+            raise BadParameter(f"{self.id}: Job {name} already exists")
+        # What `kubectl create job NAME --image=IMAGE -- COMMAND` creates (backoffLimit 6,
+        # restartPolicy Never), plus the service's env so it could reach its database.
+        job_container: JsonObject = {"name": name, "image": image_ref, "command": command}
+        if container.get("env"):
+            job_container["env"] = container["env"]
+        ctx.create(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name},
+                "spec": {
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [job_container]}}
+                },
+            },
+            change=f"Job/{name}: created (image {image_ref}, command {command})",
+        )

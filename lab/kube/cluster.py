@@ -29,6 +29,7 @@ from lab.kube.controllers.base import Controller
 from lab.kube.controllers.deployment import DeploymentController
 from lab.kube.controllers.disruption import DisruptionController
 from lab.kube.controllers.endpoints import EndpointsController
+from lab.kube.controllers.job import JobController
 from lab.kube.controllers.kubelet import Kubelet
 from lab.kube.controllers.lifecycle import GarbageCollector, NamespaceController
 from lab.kube.controllers.misc import EventExpiry, HorizontalPodAutoscalerController, VolumeBinder
@@ -90,6 +91,7 @@ class LabCluster:
             DeploymentController(self.api),
             ReplicaSetController(self.api),
             StatefulSetController(self.api),
+            JobController(self.api),
             NodeLifecycleController(self.api),
             Scheduler(self.api),
             self.kubelet,

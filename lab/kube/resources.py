@@ -224,6 +224,18 @@ RESOURCES: tuple[ResourceType, ...] = (
         has_generation=True,
     ),
     ResourceType(
+        group="batch",
+        version="v1",
+        plural="jobs",
+        singular="job",
+        kind="Job",
+        namespaced=True,
+        model="V1Job",
+        categories=("all",),
+        subresources=("status",),
+        has_generation=True,
+    ),
+    ResourceType(
         group="policy",
         version="v1",
         plural="poddisruptionbudgets",

@@ -163,3 +163,52 @@ def test_pdb_blocks_drain(make_lab: MakeLab, app: str) -> None:
     verdict = lab.settle(injection)
     assert verdict.mitigated, verdict.problems
     healthy(lab, "frontend")
+
+
+def _job_pods(lab: Lab, job: str) -> list[dict[str, object]]:
+    return [
+        p
+        for p in lab.world.api.list("Pod", lab.namespace, label_selector=f"job-name={job}")
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+@pytest.mark.parametrize(("app", "service"), [(HOTEL, "geo"), (SHOP, "cart")])
+def test_job_keeps_failing(make_lab: MakeLab, app: str, service: str) -> None:
+    lab = make_lab(app)
+    injection = fault("job-keeps-failing").inject(lab.world, app=app)
+    assert injection.target == service
+    job = f"{service}-migrate"
+    lab.advance(40)
+    # restartPolicy Never: each attempt is a new pod that fails to start, retried after
+    # 10 s, then 20 s.
+    pods = _job_pods(lab, job)
+    assert len(pods) >= 2
+    assert all(p["status"]["phase"] == "Failed" for p in pods)  # type: ignore[index]
+    terminated = [
+        cs["state"]["terminated"]
+        for p in pods
+        for cs in p["status"]["containerStatuses"]  # type: ignore[index]
+    ]
+    assert all(t["reason"] == "StartError" and t["exitCode"] == 128 for t in terminated)
+    assert 'exec: "migrate": executable file not found in $PATH' in terminated[0]["message"]
+    assert sum(1 for r, _ in lab.events(f"{job}") if r == "SuccessfulCreate") >= 2
+    assert not lab.check(injection).mitigated  # failed pods in the namespace
+    # The services themselves are untouched.
+    assert error_ratio(lab, service) == 0.0
+
+    lab.advance(700)  # 10 + 20 + ... + 320 s of back-off: the seventh failure ends it
+    status = lab.world.api.get("Job", lab.namespace, job)["status"]  # type: ignore[index]
+    assert status["failed"] == 7 and "active" not in status
+    failed = {c["type"]: c for c in status["conditions"]}["Failed"]
+    assert (failed["status"], failed["reason"]) == ("True", "BackoffLimitExceeded")
+    assert ("BackoffLimitExceeded", "Job has reached the specified backoff limit") in lab.events(
+        job
+    )
+    assert "BackoffLimitExceeded" in lab.kubectl("describe", f"job/{job}")
+
+    lab.kubectl("delete", f"job/{job}", "--wait=false")
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    assert _job_pods(lab, job) == []
+    healthy(lab, service)

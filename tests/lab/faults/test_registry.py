@@ -35,6 +35,7 @@ EXPECTED = {
     "hpa-max-too-low": "virtualization/misconfiguration",
     "rollout-stuck-progress-deadline": "virtualization/misconfiguration",
     "pdb-blocks-drain": "virtualization/misconfiguration",
+    "job-keeps-failing": "application/misconfiguration",
     "no-fault": None,
 }
 
@@ -56,6 +57,7 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "network-delay",
         "network-loss",
         "pdb-blocks-drain",
+        "job-keeps-failing",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}

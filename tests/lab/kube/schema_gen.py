@@ -41,6 +41,7 @@ ROOTS = (
     "V1PersistentVolumeClaim",
     "V1Lease",
     "V1PodDisruptionBudget",
+    "V1Job",
     "V1Eviction",
     "V1Scale",
     "V1EndpointSlice",
