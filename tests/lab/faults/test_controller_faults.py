@@ -132,9 +132,9 @@ def test_pdb_blocks_drain(make_lab: MakeLab, app: str) -> None:
     assert pdb is not None
     assert pdb["status"]["disruptionsAllowed"] == 0
     assert pdb["status"]["currentHealthy"] == pdb["status"]["desiredHealthy"] == 2
-    assert "0" in lab.kubectl(
-        "get", "pdb", "frontend", "-o", "jsonpath={.status.disruptionsAllowed}"
-    )
+    header, row = lab.kubectl("get", "pdb", "frontend").splitlines()
+    assert header.split()[:6] == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED"]
+    assert row.split()[:4] == ["frontend", "2", "N/A", "0"], row
     # The drain cannot finish: the budget refuses the frontend pod on the node, every retry.
     stalled = _drain(lab, node, timeout_s=3)
     assert stalled.returncode != 0
@@ -206,6 +206,9 @@ def test_job_keeps_failing(make_lab: MakeLab, app: str, service: str) -> None:
         job
     )
     assert "BackoffLimitExceeded" in lab.kubectl("describe", f"job/{job}")
+    header, row = lab.kubectl("get", "jobs").splitlines()
+    assert header.split()[:3] == ["NAME", "STATUS", "COMPLETIONS"]
+    assert row.split()[:3] == [job, "Failed", "0/1"], row
 
     lab.kubectl("delete", f"job/{job}", "--wait=false")
     verdict = lab.settle(injection)
