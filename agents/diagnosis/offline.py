@@ -1,6 +1,6 @@
 """The offline reasoner: rules by principle, then dependency-graph localisation.
 
-Every rule (rules_pods, rules_traffic) proposes candidates for the services that look wrong —
+Every rule (rules_pods, rules_traffic, rules_controllers) proposes candidates for the services that look wrong —
 anomalous by their own pods, Service or signals, or blamed in their callers' error lines, or
 changed just before the incident. Localisation then prefers the deepest explanation: a
 candidate that rests on the service's own state and sits below other anomalous services (which
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from agents.diagnosis import rules_pods, rules_traffic
+from agents.diagnosis import rules_controllers, rules_pods, rules_traffic
 from agents.diagnosis.assessment import tied_services
 from agents.diagnosis.candidate import (
     APP_AUTH,
@@ -34,7 +34,7 @@ from agents.model import Category
 
 logger = logging.getLogger(__name__)
 
-RULES = (*rules_pods.RULES, *rules_traffic.RULES)
+RULES = (*rules_pods.RULES, *rules_traffic.RULES, *rules_controllers.RULES)
 MAX_HYPOTHESES = 5
 #: Confidences closer than this are a tie: depth decides, or the diagnosis says it is unsure.
 TIE = 0.05
