@@ -1,11 +1,11 @@
 """The offline reasoner: rules by principle, then dependency-graph localisation.
 
-Every rule (rules_pods, rules_traffic, rules_controllers) proposes candidates for the services that look wrong —
-anomalous by their own pods, Service or signals, or blamed in their callers' error lines, or
-changed just before the incident. Localisation then prefers the deepest explanation: a
-candidate that rests on the service's own state and sits below other anomalous services (which
-it explains) outranks one that only repeats what its callees suffer. Frontend and search fail
-because geo refuses connections: geo is the root cause, not frontend.
+Every rule (rules_pods, rules_traffic, rules_controllers) proposes candidates for the services
+that look wrong — anomalous by their own pods, Service or signals, or blamed in their callers'
+error lines, or changed just before the incident. Localisation then prefers the deepest
+explanation: a candidate that rests on the service's own state and sits below other anomalous
+services (which it explains) outranks one that only repeats what its callees suffer. Frontend
+and search fail because geo refuses connections: geo is the root cause, not frontend.
 
 Needs no network; it is the default reasoner and the fallback when the model fails.
 """
