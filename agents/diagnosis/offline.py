@@ -1,11 +1,11 @@
 """The offline reasoner: rules by principle, then dependency-graph localisation.
 
-Every rule (rules_pods, rules_traffic, rules_startup) proposes candidates for the services that
-look wrong — anomalous by their own pods, Service or signals, or blamed in their callers' error
-lines, or changed just before the incident. Localisation then prefers the deepest explanation: a
-candidate that rests on the service's own state and sits below other anomalous services (which
-it explains) outranks one that only repeats what its callees suffer. Frontend and search fail
-because geo refuses connections: geo is the root cause, not frontend.
+Every rule (the `RULES` of each rules_* module) proposes candidates for the services that look
+wrong — anomalous by their own pods, Service or signals, or blamed in their callers' error
+lines, or changed just before the incident. Localisation then prefers the deepest explanation:
+a candidate that rests on the service's own state and sits below other anomalous services
+(which it explains) outranks one that only repeats what its callees suffer. Frontend and search
+fail because geo refuses connections: geo is the root cause, not frontend.
 
 Needs no network; it is the default reasoner and the fallback when the model fails.
 """
@@ -15,7 +15,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from agents.diagnosis import rules_pods, rules_scheduling, rules_startup, rules_traffic
+from agents.diagnosis import (
+    rules_controllers,
+    rules_pods,
+    rules_scheduling,
+    rules_startup,
+    rules_traffic,
+)
 from agents.diagnosis.assessment import tied_services
 from agents.diagnosis.candidate import (
     APP_AUTH,
@@ -39,6 +45,7 @@ RULES = (
     *rules_traffic.RULES,
     *rules_startup.RULES,
     *rules_scheduling.RULES,
+    *rules_controllers.RULES,
 )
 MAX_HYPOTHESES = 5
 #: Confidences closer than this are a tie: depth decides, or the diagnosis says it is unsure.

@@ -5,6 +5,12 @@ from __future__ import annotations
 from lab.faults.base import Fault
 from lab.faults.config import FeatureFlag, WrongDatabaseHost
 from lab.faults.control import NoFault
+from lab.faults.controllers import (
+    HpaMaxTooLow,
+    JobKeepsFailing,
+    PdbBlocksDrain,
+    RolloutStuckProgressDeadline,
+)
 from lab.faults.dataplane import NetworkDelay, NetworkLoss, RevokedCredentials
 from lab.faults.errors import UnknownFault
 from lab.faults.podfailure import PodFailure
@@ -51,6 +57,10 @@ _FAULTS: tuple[Fault, ...] = (
     PvcPending(),
     LimitRangeTooLow(),
     NodeNotReady(),
+    HpaMaxTooLow(),
+    RolloutStuckProgressDeadline(),
+    PdbBlocksDrain(),
+    JobKeepsFailing(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

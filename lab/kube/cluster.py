@@ -27,7 +27,9 @@ from lab.kube.api import KubeApi
 from lab.kube.bootstrap import NodeSpec, bootstrap, default_nodes
 from lab.kube.controllers.base import Controller
 from lab.kube.controllers.deployment import DeploymentController
+from lab.kube.controllers.disruption import DisruptionController
 from lab.kube.controllers.endpoints import EndpointsController
+from lab.kube.controllers.job import JobController
 from lab.kube.controllers.kubelet import Kubelet
 from lab.kube.controllers.lifecycle import GarbageCollector, NamespaceController
 from lab.kube.controllers.limitranger import LimitRanger
@@ -92,6 +94,7 @@ class LabCluster:
             DeploymentController(self.api),
             ReplicaSetController(self.api),
             StatefulSetController(self.api),
+            JobController(self.api),
             NodeLifecycleController(self.api),
             Scheduler(self.api),
             self.kubelet,
@@ -99,6 +102,7 @@ class LabCluster:
             QuotaController(self.api),
             VolumeBinder(self.api),
             HorizontalPodAutoscalerController(self.api),
+            DisruptionController(self.api),
             EventExpiry(self.api),
         ]
         self.store.add_listener(self._dispatch)

@@ -161,6 +161,32 @@ def replica_set(obj: JsonObject, _alloc: Allocators) -> None:
     _template(obj)
 
 
+def job(obj: JsonObject, _alloc: Allocators) -> None:
+    """The Job strategy's defaults: a selector on the Job's own uid, and the labels that
+    match it on the pod template (what the real server generates unless manualSelector)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    meta = obj["metadata"]
+    if not spec.get("manualSelector"):
+        uid = meta["uid"]
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
+        labels.update(
+            {
+                "batch.kubernetes.io/controller-uid": uid,
+                "batch.kubernetes.io/job-name": meta["name"],
+                "controller-uid": uid,
+                "job-name": meta["name"],
+            }
+        )
+    _template(obj)
+
+
 def stateful_set(obj: JsonObject, _alloc: Allocators) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("replicas", 1)
@@ -251,6 +277,7 @@ DEFAULTERS: dict[str, Callable[[JsonObject, Allocators], None]] = {
     "Deployment": deployment,
     "ReplicaSet": replica_set,
     "StatefulSet": stateful_set,
+    "Job": job,
     "Service": service,
     "Namespace": namespace,
     "Secret": secret,

@@ -120,6 +120,13 @@ class UnsupportedMediaType(ApiError):
     reason = "UnsupportedMediaType"
 
 
+class TooManyRequests(ApiError):
+    """429: what the eviction subresource answers when a disruption budget forbids it."""
+
+    code = 429
+    reason = "TooManyRequests"
+
+
 class Invalid(ApiError):
     """A well-formed object that fails validation (422), with one cause per field."""
 

@@ -26,7 +26,7 @@ class ResourceType:
     model: str  # the model in schema.json that decodes its bodies
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    subresources: tuple[str, ...] = ()  # "status", "scale", "log"
+    subresources: tuple[str, ...] = ()  # "status", "scale", "log", "eviction"
     verbs: tuple[str, ...] = ALL_VERBS
     has_generation: bool = False  # metadata.generation bumps on spec changes
     returns_deleted_object: bool = False  # DELETE answers with the object, not a Status
@@ -86,7 +86,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         model="V1Pod",
         short_names=("po",),
         categories=("all",),
-        subresources=("status", "log"),
+        subresources=("status", "log", "eviction"),
         returns_deleted_object=True,
     ),
     _core(
@@ -220,6 +220,30 @@ RESOURCES: tuple[ResourceType, ...] = (
         model="V2HorizontalPodAutoscaler",
         short_names=("hpa",),
         categories=("all",),
+        subresources=("status",),
+        has_generation=True,
+    ),
+    ResourceType(
+        group="batch",
+        version="v1",
+        plural="jobs",
+        singular="job",
+        kind="Job",
+        namespaced=True,
+        model="V1Job",
+        categories=("all",),
+        subresources=("status",),
+        has_generation=True,
+    ),
+    ResourceType(
+        group="policy",
+        version="v1",
+        plural="poddisruptionbudgets",
+        singular="poddisruptionbudget",
+        kind="PodDisruptionBudget",
+        namespaced=True,
+        model="V1PodDisruptionBudget",
+        short_names=("pdb",),
         subresources=("status",),
         has_generation=True,
     ),

@@ -20,6 +20,7 @@ from multidict import CIMultiDict, MultiMapping
 from agents.model import JsonObject
 from lab.kube import scale
 from lab.kube.api import KubeApi
+from lab.kube.controllers import disruption
 from lab.kube.errors import (
     ApiError,
     BadRequest,
@@ -158,6 +159,20 @@ class ApiServer:
                 strict=req.strict_fields(query),
             )
             return self._object(request, route.rt, created, status=201, warnings=warnings)
+        if method == "POST" and route.subresource == "eviction":
+            # kubectl drain's request: granted (201, a Success Status) or refused by a budget.
+            req.read_body(await request.read(), request.headers.get("Content-Type", ""))
+            if not req.dry_run(query):
+                disruption.evict(self.api, route.namespace or "", route.name, self.api.clock.now())
+            return self._json(
+                request,
+                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"},
+                status=201,
+            )
+        if route.subresource == "eviction":
+            raise MethodNotAllowed(
+                "the server does not allow this method on the requested resource"
+            )
         if method == "PUT" and route.target is not Target.COLLECTION and not route.legacy_watch:
             return await self._put(request, route, user_agent)
         if method == "PATCH" and route.target is not Target.COLLECTION and not route.legacy_watch:
@@ -354,7 +369,7 @@ class ApiServer:
             return self._log(request, route)
         if route.subresource == "scale":
             return self._json(request, scale.get_scale(self.api, rt, namespace, route.name))
-        if route.subresource == "finalize":
+        if route.subresource in ("finalize", "eviction"):
             raise MethodNotAllowed(
                 "the server does not allow this method on the requested resource"
             )

@@ -68,6 +68,7 @@ _SUBRESOURCE_VERBS = {
     "scale": ["get", "patch", "update"],
     "log": ["get"],
     "finalize": ["update"],
+    "eviction": ["create"],
 }
 
 
@@ -101,6 +102,8 @@ def resource_list(group: str, version: str) -> JsonObject | None:
                 sub_entry.update(kind="Scale", group=SCALE_GROUP, version=SCALE_VERSION)
             if sub == "log":
                 sub_entry["kind"] = "Pod"
+            if sub == "eviction":
+                sub_entry.update(kind="Eviction", group="policy", version="v1")
             entries.append(sub_entry)
     return {
         "kind": "APIResourceList",

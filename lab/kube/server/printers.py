@@ -359,3 +359,47 @@ def service_account_row(obj: JsonObject, now: datetime) -> list[Any]:
 
 def default_row(obj: JsonObject, now: datetime) -> list[Any]:
     return [obj["metadata"]["name"], _age(obj, now)]
+
+
+def pdb_row(obj: JsonObject, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    return [
+        obj["metadata"]["name"],
+        str(spec["minAvailable"]) if spec.get("minAvailable") is not None else "N/A",
+        str(spec["maxUnavailable"]) if spec.get("maxUnavailable") is not None else "N/A",
+        int(get_path(obj, "status", "disruptionsAllowed", default=0)),
+        _age(obj, now),
+    ]
+
+
+def job_row(obj: JsonObject, now: datetime) -> list[Any]:
+    status = obj.get("status") or {}
+    conditions = {
+        c.get("type"): c.get("status") for c in status.get("conditions") or [] if c.get("type")
+    }
+    if conditions.get("Failed") == "True":
+        state = "Failed"
+    elif conditions.get("Complete") == "True":
+        state = "Complete"
+    elif conditions.get("FailureTarget") == "True":
+        state = "FailureTarget"
+    elif get_path(obj, "spec", "suspend"):
+        state = "Suspended"
+    else:
+        state = "Running"
+    completions = get_path(obj, "spec", "completions")
+    done = int(status.get("succeeded", 0))
+    started = parse_time(status.get("startTime"))
+    finished = parse_time(status.get("completionTime")) or now
+    duration = "" if started is None else humanize_age((finished - started).total_seconds())
+    names, images = _containers(obj)
+    return [
+        obj["metadata"]["name"],
+        state,
+        f"{done}/{completions}" if completions is not None else f"{done}/1 of 1",
+        duration,
+        _age(obj, now),
+        names,
+        images,
+        selector_string(get_path(obj, "spec", "selector")),
+    ]

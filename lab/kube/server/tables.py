@@ -160,6 +160,29 @@ PRINTERS: dict[str, tuple[tuple[Column, ...], Printer]] = {
         printers.pvc_row,
     ),
     "Lease": ((_NAME, ("Holder", "string", 0), _AGE), printers.lease_row),
+    "PodDisruptionBudget": (
+        (
+            _NAME,
+            ("Min Available", "string", 0),
+            ("Max Unavailable", "string", 0),
+            ("Allowed Disruptions", "integer", 0),
+            _AGE,
+        ),
+        printers.pdb_row,
+    ),
+    "Job": (
+        (
+            _NAME,
+            ("Status", "string", 0),
+            ("Completions", "string", 0),
+            ("Duration", "string", 0),
+            _AGE,
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        ),
+        printers.job_row,
+    ),
     "ServiceAccount": ((_NAME, ("Secrets", "string", 0), _AGE), printers.service_account_row),
 }
 

@@ -41,6 +41,10 @@ EXPECTED = {
     "pvc-pending": "virtualization/misconfiguration",
     "limitrange-too-low": "virtualization/misconfiguration",
     "node-not-ready": "virtualization/operation_error",
+    "hpa-max-too-low": "virtualization/misconfiguration",
+    "rollout-stuck-progress-deadline": "virtualization/misconfiguration",
+    "pdb-blocks-drain": "virtualization/misconfiguration",
+    "job-keeps-failing": "application/misconfiguration",
     "no-fault": None,
 }
 
@@ -64,6 +68,8 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "node-taint-no-toleration",
         "limitrange-too-low",
         "node-not-ready",
+        "pdb-blocks-drain",
+        "job-keeps-failing",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
