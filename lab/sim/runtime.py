@@ -57,6 +57,8 @@ class Process:
     started_at: datetime
     cpu_limit_millis: int | None
     memory_limit_bytes: int | None
+    # The image's own leak (a bad build): heap that grows with uptime and is never freed.
+    image_leak_mib_per_min: float = 0.0
     # Written by the traffic model each tick:
     rps: float = 0.0
     cpu_demand_millis: float = 0.0
@@ -70,7 +72,8 @@ class Process:
         mem = self.program.memory
         warm = 1.0 if mem.warmup_s <= 0 else min(1.0, self.uptime_s(now) / mem.warmup_s)
         base = mem.base_mib * _MIB * (0.25 + 0.75 * warm)
-        return int(base + mem.per_rps_kib * 1024 * self.rps + self.leak_bytes)
+        leaked = self.image_leak_mib_per_min * _MIB * self.uptime_s(now) / 60.0
+        return int(base + mem.per_rps_kib * 1024 * self.rps + self.leak_bytes + leaked)
 
     def cpu_millis(self) -> float:
         if self.cpu_limit_millis is None:
@@ -294,6 +297,7 @@ class SimRuntime:
             started_at=now,
             cpu_limit_millis=cpu_limit,
             memory_limit_bytes=mem_limit,
+            image_leak_mib_per_min=spec.leak_mib_per_min,
         )
         return StartResult(running=True, log_lines=tuple(logs)), proc
 
