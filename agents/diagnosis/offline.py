@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from agents.diagnosis import rules_pods, rules_traffic
+from agents.diagnosis import rules_netapp, rules_pods, rules_traffic
 from agents.diagnosis.assessment import tied_services
 from agents.diagnosis.candidate import (
     APP_AUTH,
@@ -34,7 +34,7 @@ from agents.model import Category
 
 logger = logging.getLogger(__name__)
 
-RULES = (*rules_pods.RULES, *rules_traffic.RULES)
+RULES = (*rules_pods.RULES, *rules_traffic.RULES, *rules_netapp.RULES)
 MAX_HYPOTHESES = 5
 #: Confidences closer than this are a tie: depth decides, or the diagnosis says it is unsure.
 TIE = 0.05

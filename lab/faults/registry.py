@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lab.faults.base import Fault
+from lab.faults.behaviour import ConfigMapWithoutRestart, SlowMemoryLeak
 from lab.faults.config import FeatureFlag, WrongDatabaseHost
 from lab.faults.control import NoFault
 from lab.faults.dataplane import NetworkDelay, NetworkLoss, RevokedCredentials
@@ -29,6 +30,8 @@ _FAULTS: tuple[Fault, ...] = (
     NetworkDelay(),
     NetworkLoss(),
     PodFailure(),
+    SlowMemoryLeak(),
+    ConfigMapWithoutRestart(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -32,6 +32,8 @@ EXPECTED = {
     "network-delay": "virtualization/network",
     "network-loss": "virtualization/network",
     "pod-failure": "virtualization/operation_error",
+    "slow-memory-leak": "application/code_defect",
+    "configmap-without-restart": "application/misconfiguration",
     "no-fault": None,
 }
 
