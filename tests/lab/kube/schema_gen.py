@@ -42,6 +42,7 @@ ROOTS = (
     "V1Lease",
     "V1Scale",
     "V1EndpointSlice",
+    "V1NetworkPolicy",
     "V1DeleteOptions",
     "V1Role",
     "V1ClusterRole",
