@@ -156,3 +156,59 @@ def test_configmap_without_restart_shop(make_lab: MakeLab) -> None:
     verdict = lab.settle(injection)
     assert verdict.mitigated, verdict.problems
     healthy(lab, "cart", "checkout")
+
+
+def test_network_policy_deny(make_lab: MakeLab) -> None:
+    lab = make_lab(HOTEL)
+    injection = fault("network-policy-deny").inject(lab.world, app=HOTEL)
+    assert injection.target == "geo" and not injection.truth.undoable_fix
+    assert str(injection.truth.category) == "virtualization/network"
+    lab.advance(10)
+    assert "allow-web-to-geo" in lab.kubectl("get", "networkpolicies")
+    # The callee is healthy; its caller's dials are dropped and time out.
+    assert all(cs["ready"] for cs in lab.container_states("geo"))
+    assert "i/o timeout" in lab.logs("search") or "deadline exceeded" in lab.logs("search")
+    timeouts = lab.metric(
+        f'sum by (peer) (rate(http_client_requests_total{{{_ns(lab)},peer="geo",code="504"}}[10s]))'
+    )
+    assert timeouts and next(iter(timeouts.values())) > 1.0
+    assert error_ratio(lab, "search") > 0.9
+    assert not lab.check(injection).mitigated
+
+    # A rule for the missed caller is the person's fix (deleting the policy would do too).
+    policy = lab.world.api.get("NetworkPolicy", HOTEL, "allow-web-to-geo")
+    assert policy is not None
+    label = next(iter(policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]))
+    lab.kubectl(
+        "patch",
+        "networkpolicy/allow-web-to-geo",
+        "--type=json",
+        "-p",
+        '[{"op": "add", "path": "/spec/ingress/0/from/-", "value": '
+        f'{{"podSelector": {{"matchLabels": {{"{label}": "search"}}}}}}}}]',
+    )
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, "geo", "search")
+
+
+def test_network_policy_semantics(make_lab: MakeLab) -> None:
+    """A policy selecting no pod changes nothing; one with no ingress rules denies all."""
+    lab = make_lab(SHOP, kubectl=False)
+    injection = fault("network-policy-deny").inject(lab.world, app=SHOP, params={"allow": "none"})
+    lab.advance(10)
+    assert error_ratio(lab, "checkout") > 0.9
+    # frontend is denied too now: its currency calls fail (they are optional for the page).
+    sel = f'{_ns(lab)},peer="currency",code="504"'
+    failed = lab.metric(f"sum by (service) (rate(http_client_requests_total{{{sel}}}[10s]))")
+    assert failed.get("frontend", 0.0) > 0.1 and failed.get("checkout", 0.0) > 0.1, failed
+    lab.world.api.patch(
+        "NetworkPolicy",
+        SHOP,
+        "allow-web-to-currency",
+        {"spec": {"podSelector": {"matchLabels": {"no-such": "pod"}}}},
+        patch_type="merge",
+        field_manager="kubectl",
+    )
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems

@@ -34,6 +34,7 @@ EXPECTED = {
     "pod-failure": "virtualization/operation_error",
     "slow-memory-leak": "application/code_defect",
     "configmap-without-restart": "application/misconfiguration",
+    "network-policy-deny": "virtualization/network",
     "no-fault": None,
 }
 
@@ -50,7 +51,12 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         assert fault(f.id) is f
         assert f.apps and set(f.apps) <= {"hotel-reservation", "online-shop"}
     no_undo = {f.id for f in library if not f.undoable_fix}
-    assert no_undo == {"revoked-db-credentials", "network-delay", "network-loss"}
+    assert no_undo == {
+        "revoked-db-credentials",
+        "network-delay",
+        "network-loss",
+        "network-policy-deny",
+    }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
 
