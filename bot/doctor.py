@@ -102,6 +102,7 @@ READ_PERMISSIONS: tuple[Permission, ...] = (
     _p("apps", "statefulsets", "get list watch", "workloads; the cache and the journal"),
     _p("apps", "replicasets", "list watch", "rollout history (rollback); the cache"),
     _p("autoscaling", "horizontalpodautoscalers", "get list", "autoscaler bounds"),
+    _p("networking.k8s.io", "networkpolicies", "list", "policies that drop a caller"),
 )
 
 #: Write verbs per way an action writes. A catalog action replaces its target (PUT: update),

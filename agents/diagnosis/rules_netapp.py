@@ -1,4 +1,4 @@
-"""Rules for failures that show only with time: a new build that leaks memory.
+"""Rules for a new build that leaks memory, and for a NetworkPolicy that drops a caller.
 
 An OOMKill has two usual causes, and the change record tells them apart. When somebody lowered
 the memory limit, the limit is the suspect (`rules_pods.oom`). When nobody touched the limit
@@ -6,6 +6,12 @@ but the image changed before the kills began, the same limit that held the old b
 too small for the new one: its working set grows until the kernel kills it, which is a defect
 of the new version, fixed by going back to the image that ran before. None of this knows a
 scenario, a fault or a service by name.
+
+A caller that times out on a healthy, unchanged callee is what any drop on the path looks
+like (`rules_traffic.network`). When a NetworkPolicy guards the callee's pods and none of its
+rules admits those callers' pods, the drop has a name: the policy. It stays a network fault
+(the CNI drops the packets; no workload, Service or ConfigMap write heals it), but with the
+evidence that makes the escalation's runbook point at one object.
 """
 
 from __future__ import annotations
@@ -14,12 +20,15 @@ from collections.abc import Iterator
 
 from agents.diagnosis.candidate import (
     APP_CODE,
+    VIRT_NETWORK,
     Candidate,
     container_of,
     touch_keys,
     workload_suspect,
 )
 from agents.diagnosis.facts import Facts
+from agents.diagnosis.netpolicy import denied, guarding
+from agents.diagnosis.signs import Sign
 
 _C = "spec.template.spec.containers"
 
@@ -60,4 +69,41 @@ def oom_after_release(facts: Facts, service: str) -> Iterator[Candidate]:
     )
 
 
-RULES = (oom_after_release,)
+def network_policy(facts: Facts, service: str) -> Iterator[Candidate]:
+    """Callers time out on a healthy service whose pods a NetworkPolicy guards without
+    admitting those callers ⇒ the network path (the policy) drops them."""
+    blame = facts.blame.get(service)
+    policies = facts.obs.network_policies
+    if blame is None or not policies or Sign.TIMEOUT not in blame.signs():
+        return
+    s = facts.symptoms.get(service)
+    spec = facts.obs.specs.get(service)
+    if s is None or spec is None or s.intrinsic or s.total == 0 or s.ready < s.total:
+        return
+    dest = spec.template_labels
+    names = guarding(policies, dest)
+    dropped = sorted(
+        caller
+        for caller in blame.by
+        if (c := facts.obs.specs.get(caller)) is not None
+        and denied(policies, dest, c.template_labels)
+    )
+    if not names or not dropped:
+        return
+    yield Candidate(
+        service=service,
+        category=VIRT_NETWORK,
+        confidence=0.9,
+        explanation=f"{', '.join(dropped)} time out calling {service}, whose pods are healthy: "
+        f"NetworkPolicy {', '.join(names)} guards {service}'s pods and admits none of "
+        f"{', '.join(dropped)}'s pods, so their connections are dropped",
+        rule="network-policy",
+        keys=(
+            *blame.keys,
+            *facts.keys(service, "pods", "signals"),
+            *(f"netpol:{n}" for n in names),
+        ),
+    )
+
+
+RULES = (oom_after_release, network_policy)
