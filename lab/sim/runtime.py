@@ -28,6 +28,7 @@ from datetime import datetime
 
 from agents.model import JsonObject
 from lab.kube.runtime import ClusterView, ContainerHealth, PullResult, StartResult
+from lab.sim import clusterdns
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env
@@ -262,11 +263,13 @@ class SimRuntime:
                 line(now, program.protocol, "INFO", "Initializing DB connection...", source=src)
             )
             if not self._resolves(address, namespace, call.port):
-                reason = (
-                    "no reachable servers"
-                    if call.protocol is Wire.MONGODB
-                    else (f"dial tcp: lookup {parse_address(address)[0]}: no such host")
+                host = parse_address(address)[0]
+                lookup = (
+                    f"dial tcp: lookup {host} on {clusterdns.CLUSTER_IP}:53: i/o timeout"
+                    if not clusterdns.serving(self.view)
+                    else f"dial tcp: lookup {host}: no such host"
                 )
+                reason = "no reachable servers" if call.protocol is Wire.MONGODB else lookup
                 return StartResult(
                     running=False,
                     exit_code=2,
@@ -315,6 +318,8 @@ class SimRuntime:
     ) -> tuple[str, Program] | None:
         if model is not None and (found := model.program_for_binary(binary, workload)):
             return found
+        if binary == clusterdns.BINARY:
+            return clusterdns.DEPLOYMENT, clusterdns.PROGRAM
         for other in self.models.values():
             if found := other.program_for_binary(binary, workload):
                 return found
@@ -322,6 +327,8 @@ class SimRuntime:
 
     def _resolves(self, address: str, namespace: str, default_port: int) -> bool:
         """Does `host:port` name a Service (and one of its ports) that DNS would find?"""
+        if not clusterdns.serving(self.view):
+            return False  # the lookup itself goes unanswered
         service, ns, port = parse_address(address)
         svc = self.view.get("Service", ns or namespace, service)
         if svc is None:

@@ -25,6 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from lab.sim import clusterdns
 from lab.sim import outcome as txt
 from lab.sim.dataplane import AuthOutcome, DataPlane
 from lab.sim.flags import FlagReader
@@ -307,6 +308,11 @@ class AppTraffic:
             ns = other_ns or namespace
         topo = self._topo
         assert topo is not None
+        if caller is not None and not topo.dns_ok:
+            # Every dial by name from a pod starts with a lookup cluster DNS no longer
+            # answers (the entry load comes from outside and reaches its Service regardless).
+            latency = min(call.timeout_ms, clusterdns.LOOKUP_TIMEOUT_MS)
+            return _fail(call, host, 504, latency, txt.dns_timeout(wire, host), timeout=True)
         svc = topo.services.get(host) if ns == topo.namespace else None
         if svc is None:
             return _fail(call, host, 503, _FAST_FAIL_MS, txt.no_host(wire, host))
