@@ -10,10 +10,12 @@ runbook names the policy (`kubectl delete networkpolicy ...` or a rule for the m
 from __future__ import annotations
 
 from agents.model import Category, FaultLevel, FaultType
-from lab.faults.base import Fault, FaultContext, targets
-from lab.faults.errors import BadParameter
+from lab.faults.base import FIELD_MANAGER, Fault, FaultContext, clean, targets
+from lab.faults.errors import BadParameter, InjectionFailed
 from lab.faults.kubeops import deployment_of, main_container
-from lab.faults.model import Param
+from lab.faults.model import Param, SavedObject
+from lab.kube.errors import ApiError
+from lab.sim import clusterdns
 
 #: A dropped connection is a partition of the network path to the callee, seen by its
 #: callers exactly as packet loss is: the data plane (the CNI) drops it, the pods are healthy.
@@ -80,3 +82,50 @@ class NetworkPolicyDeny(Fault):
             change=f"NetworkPolicy/{name}: created; ingress to {ctx.target} only from "
             f"{', '.join(allowed) or 'nobody'}",
         )
+
+
+class ClusterDnsFailing(Fault):
+    """`kubectl -n kube-system scale deployment coredns --replicas=0`: the kube-dns Service
+    loses its endpoints, every lookup of a Service name times out, and every new connection
+    by name fails across the app. The fix is outside the app's namespace (and outside
+    Stratus's writes): escalate with a runbook. The root cause is CoreDNS, not an app
+    service, so the injection's target becomes `coredns` (as feature-flag's becomes flagd's
+    victim)."""
+
+    id = "cluster-dns-failing"
+    description = "scale CoreDNS (kube-system) to zero; every lookup of a Service name times out"
+    category = NETWORK
+    undoable_fix = False
+    # Any app service will do as the nominal target: the fault is cluster-wide.
+    default_targets = targets({"hotel-reservation": "frontend", "online-shop": "frontend"})
+
+    def apply(self, ctx: FaultContext) -> None:
+        dep = ctx.api.get("Deployment", clusterdns.NAMESPACE, clusterdns.DEPLOYMENT)
+        if dep is None:
+            raise BadParameter(f"{self.id}: this cluster runs no CoreDNS in kube-system")
+        old = int((dep.get("spec") or {}).get("replicas", 1))
+        if old == 0:
+            raise BadParameter(f"{self.id}: CoreDNS already runs 0 replicas")
+        ctx.saved.append(
+            SavedObject(
+                kind="Deployment",
+                namespace=clusterdns.NAMESPACE,
+                name=clusterdns.DEPLOYMENT,
+                before=clean(dep),
+            )
+        )
+        try:
+            ctx.api.patch(
+                "Deployment",
+                clusterdns.NAMESPACE,
+                clusterdns.DEPLOYMENT,
+                {"spec": {"replicas": 0}},
+                patch_type="merge",
+                field_manager=FIELD_MANAGER,
+            )
+        except ApiError as e:
+            raise InjectionFailed(f"Deployment/{clusterdns.DEPLOYMENT}: {e.message}") from e
+        ctx.changes.append(
+            f"{clusterdns.NAMESPACE}/Deployment/{clusterdns.DEPLOYMENT}: spec.replicas {old} → 0"
+        )
+        ctx.target = clusterdns.DEPLOYMENT

@@ -8,7 +8,7 @@ from lab.faults.config import FeatureFlag, WrongDatabaseHost
 from lab.faults.control import NoFault
 from lab.faults.dataplane import NetworkDelay, NetworkLoss, RevokedCredentials
 from lab.faults.errors import UnknownFault
-from lab.faults.netpolicy import NetworkPolicyDeny
+from lab.faults.netpolicy import ClusterDnsFailing, NetworkPolicyDeny
 from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
@@ -34,6 +34,7 @@ _FAULTS: tuple[Fault, ...] = (
     SlowMemoryLeak(),
     ConfigMapWithoutRestart(),
     NetworkPolicyDeny(),
+    ClusterDnsFailing(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -212,3 +212,29 @@ def test_network_policy_semantics(make_lab: MakeLab) -> None:
     )
     verdict = lab.settle(injection)
     assert verdict.mitigated, verdict.problems
+
+
+def test_cluster_dns_failing(make_lab: MakeLab) -> None:
+    lab = make_lab(SHOP)
+    injection = fault("cluster-dns-failing").inject(lab.world, app=SHOP)
+    assert injection.target == "coredns" and injection.truth.root_causes == ("coredns",)
+    assert not injection.truth.undoable_fix
+    lab.advance(10)
+    assert not [
+        p for p in lab.world.api.list("Pod", "kube-system") if "coredns" in p["metadata"]["name"]
+    ]
+    assert lab.world.api.get("Endpoints", "kube-system", "kube-dns").get("subsets") in (None, [])  # type: ignore[union-attr]
+    # Every app pod stays Ready; only lookups of Service names fail.
+    assert all(
+        cs["ready"] for p in ("frontend", "cart", "currency") for cs in lab.container_states(p)
+    )
+    logs = lab.logs("frontend")
+    assert "on 10.96.0.10:53" in logs and "i/o timeout" in logs
+    assert error_ratio(lab, "frontend-proxy") > 0.5  # the entry: it cannot find frontend
+    assert not lab.check(injection).mitigated
+
+    out = lab.kubectl("-n", "kube-system", "scale", "deployment/coredns", "--replicas=2")
+    assert "scaled" in out
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, "frontend", "checkout", "currency")

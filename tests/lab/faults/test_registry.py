@@ -35,6 +35,7 @@ EXPECTED = {
     "slow-memory-leak": "application/code_defect",
     "configmap-without-restart": "application/misconfiguration",
     "network-policy-deny": "virtualization/network",
+    "cluster-dns-failing": "virtualization/network",
     "no-fault": None,
 }
 
@@ -56,6 +57,7 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "network-delay",
         "network-loss",
         "network-policy-deny",
+        "cluster-dns-failing",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}
