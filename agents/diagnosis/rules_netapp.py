@@ -12,10 +12,17 @@ like (`rules_traffic.network`). When a NetworkPolicy guards the callee's pods an
 rules admits those callers' pods, the drop has a name: the policy. It stays a network fault
 (the CNI drops the packets; no workload, Service or ConfigMap write heals it), but with the
 evidence that makes the escalation's runbook point at one object.
+
+A caller whose dials fail at the lookup itself — the cluster's nameserver does not answer
+("lookup search on 10.96.0.10:53: ... i/o timeout", "server misbehaving"), unlike NXDOMAIN
+("no such host"), which is a wrong name — is not failing because of the service it names:
+every name fails the same way. The root cause is cluster DNS, outside the namespace, and no
+app service is to blame, whatever order their names come in.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from agents.diagnosis.candidate import (
@@ -106,4 +113,37 @@ def network_policy(facts: Facts, service: str) -> Iterator[Candidate]:
     )
 
 
-RULES = (oom_after_release, network_policy)
+#: The name the cluster's DNS Deployment has on kubeadm, EKS, AKS and most distributions (in
+#: kube-system, behind the kube-dns Service). Diagnosis does not read kube-system; the
+#: nameserver address in the resolver's error is what ties the failures to it.
+CLUSTER_DNS = "coredns"
+_UNANSWERED = re.compile(
+    r"lookup (\S+?)(?:\.[\w.-]+)? on ([0-9a-fA-F.:\[\]]+):53: "
+    r"(?:.*(?:i/o timeout|server misbehaving|connection refused))"
+)
+
+
+def cluster_dns(facts: Facts, service: str) -> Iterator[Candidate]:
+    """A service's dials fail at the lookup: the nameserver does not answer ⇒ cluster DNS
+    (virtualization network), not the services it was looking up."""
+    lines = [line for found in facts.own_signs(service).values() for line in found]
+    failed = {(m.group(1), m.group(2)) for line in lines if (m := _UNANSWERED.search(line))}
+    if not failed:
+        return
+    names = sorted({name for name, _ in failed})
+    servers = sorted({server for _, server in failed})
+    yield Candidate(
+        service=CLUSTER_DNS,
+        category=VIRT_NETWORK,
+        confidence=0.92 if len(names) > 1 else 0.85,
+        explanation=f"{service}'s lookups of {', '.join(names[:5])} get no answer from the "
+        f"cluster nameserver {', '.join(servers)}: cluster DNS (CoreDNS in kube-system) is "
+        "down or unreachable, so every connection by name fails; the services looked up are "
+        "not the cause",
+        rule="cluster-dns",
+        keys=tuple(facts.keys(service, "logs")),
+        intrinsic=False,
+    )
+
+
+RULES = (oom_after_release, network_policy, cluster_dns)

@@ -92,3 +92,29 @@ def test_a_policy_that_admits_the_caller_is_not_blamed(run: Run) -> None:
     d = run(w, "search", "HighLatency")
     assert top(d) == ("geo", "virtualization/network")
     assert "NetworkPolicy" not in d.top.explanation
+
+
+def test_lookups_the_cluster_nameserver_does_not_answer_are_cluster_dns(run: Run) -> None:
+    w = hotel()
+    for callee in ("search", "user", "profile"):
+        w.log(
+            "frontend",
+            f"error calling {callee}: rpc error: code = Unavailable desc = connection error: "
+            f'desc = "transport: Error while dialing: dial tcp: lookup {callee} on '
+            '10.96.0.10:53: read udp 10.244.0.1:53421->10.96.0.10:53: i/o timeout"',
+        )
+    w.sick("frontend", errors=0.99, p99=5000.0)
+    d = run(w, "frontend", "HighErrorRate")
+    assert top(d) == ("coredns", "virtualization/network")
+    assert "10.96.0.10" in d.top.explanation
+
+
+def test_a_name_that_does_not_exist_is_not_cluster_dns(run: Run) -> None:
+    w = hotel()
+    w.log(
+        "frontend",
+        "error calling search: dial tcp: lookup search-v2 on 10.96.0.10:53: no such host",
+    )
+    w.sick("frontend", errors=0.99)
+    d = run(w, "frontend", "HighErrorRate")
+    assert d.top.service != "coredns"
