@@ -109,6 +109,7 @@ READ_PERMISSIONS: tuple[Permission, ...] = (
         "get list watch",
         "autoscaler bounds; the journal",
     ),
+    _p("networking.k8s.io", "networkpolicies", "list", "policies that drop a caller"),
 )
 
 #: Write verbs per way an action writes. A catalog action replaces its target (PUT: update),

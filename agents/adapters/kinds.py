@@ -44,6 +44,12 @@ _KINDS = (
     KindInfo(
         api_version="v1", kind="PersistentVolume", plural="persistentvolumes", namespaced=False
     ),
+    KindInfo(
+        api_version="networking.k8s.io/v1",
+        kind="NetworkPolicy",
+        plural="networkpolicies",
+        namespaced=True,
+    ),
     KindInfo(api_version="apps/v1", kind="Deployment", plural="deployments", namespaced=True),
     KindInfo(api_version="apps/v1", kind="ReplicaSet", plural="replicasets", namespaced=True),
     KindInfo(api_version="apps/v1", kind="StatefulSet", plural="statefulsets", namespaced=True),

@@ -23,6 +23,7 @@ from agents.diagnosis import podspec as pod_reads
 from agents.diagnosis.graph import add_config_edges
 from agents.diagnosis.handlers import Handler
 from agents.diagnosis.items import Item, make_item
+from agents.diagnosis.netpolicy import parse_network_policy
 from agents.diagnosis.observe import (
     Observations,
     ServiceSpec,
@@ -112,6 +113,7 @@ class Collector:
         items += metric_reads.read_saturation(self, obs, handler)
         items += self._nodes(obs, handler)
         items += self._quotas(obs, handler)
+        items += self._network_policies(obs)
         if obs.notes:
             items.append(
                 make_item(
@@ -403,6 +405,32 @@ class Collector:
                 )
             )
         return out
+
+    def _network_policies(self, obs: Observations) -> list[Item]:
+        """The namespace's NetworkPolicies: a caller timing out on a healthy callee may be
+        one that no policy guarding the callee admits."""
+        ns = obs.scope.namespace
+        bodies = self.read_many(
+            obs,
+            "network policies",
+            lambda: self.cluster.list_objects(
+                api_version="networking.k8s.io/v1", kind="NetworkPolicy", namespace=ns
+            ),
+        )
+        parsed = [p for b in bodies[:20] if (p := parse_network_policy(b.body)) is not None]
+        obs.network_policies = tuple(parsed)
+        return [
+            make_item(
+                key=f"netpol:{p.name}",
+                kind=EvidenceKind.CONFIG,
+                source=f"networkpolicies/{ns}/{p.name}",
+                summary=p.describe(),
+                detail=p.describe(),
+                redactor=self.redactor,
+                relevance=0.4,
+            )
+            for p in parsed
+        ]
 
 
 def _lacks_replicas(workload: WorkloadState | None) -> bool:

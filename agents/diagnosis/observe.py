@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agents.diagnosis.netpolicy import NetworkPolicyInfo
 from agents.diagnosis.ports import Redactor
 from agents.kubeparse import quantity_bytes, quantity_millis
 from agents.model import (
@@ -163,6 +164,7 @@ class Observations:
     pod_drift: dict[str, list[PodDrift]] = field(default_factory=dict)  # by service
     nodes: tuple[NodeInfo, ...] = ()
     quotas: tuple[QuotaInfo, ...] = ()
+    network_policies: tuple[NetworkPolicyInfo, ...] = ()
     gaps: list[str] = field(default_factory=list)  # reads that failed, for the summary
     notes: list[str] = field(default_factory=list)  # what a cap dropped, for the summary
     keys: dict[str, list[str]] = field(default_factory=dict)  # "pods:<svc>" → evidence keys

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from agents.diagnosis import (
     rules_controllers,
+    rules_netapp,
     rules_pods,
     rules_scheduling,
     rules_startup,
@@ -46,6 +47,7 @@ RULES = (
     *rules_startup.RULES,
     *rules_scheduling.RULES,
     *rules_controllers.RULES,
+    *rules_netapp.RULES,
 )
 MAX_HYPOTHESES = 5
 #: Confidences closer than this are a tie: depth decides, or the diagnosis says it is unsure.

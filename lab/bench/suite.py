@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from lab.apps import load_app
 from lab.bench.scenario import Expect, Scenario
 from lab.faults import BadParameter, UnknownFault, fault
+from lab.sim import clusterdns
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,8 @@ def semantic_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], s
             out.append((("noise", index, "target"), _not_a_service(target, scenario.app, services)))
     if scenario.ground_truth is not None:
         for index, name in enumerate(scenario.ground_truth.root_causes):
-            if name not in services:
+            # A cluster component the apps depend on (CoreDNS) can be the root cause too.
+            if name not in services and name not in CLUSTER_COMPONENTS:
                 out.append(
                     (
                         ("ground_truth", "root_causes", index),
@@ -209,6 +211,11 @@ def semantic_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], s
                     )
                 )
     return out
+
+
+#: Root causes outside the app's namespace that a scenario may name: they are what the fault
+#: library records for a cluster-wide fault (cluster-dns-failing records CoreDNS).
+CLUSTER_COMPONENTS = frozenset({clusterdns.DEPLOYMENT})
 
 
 def _not_a_service(name: str, app: str, services: frozenset[str]) -> str:

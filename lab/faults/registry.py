@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lab.faults.base import Fault
+from lab.faults.behaviour import ConfigMapWithoutRestart, SlowMemoryLeak
 from lab.faults.config import FeatureFlag, WrongDatabaseHost
 from lab.faults.control import NoFault
 from lab.faults.controllers import (
@@ -13,6 +14,7 @@ from lab.faults.controllers import (
 )
 from lab.faults.dataplane import NetworkDelay, NetworkLoss, RevokedCredentials
 from lab.faults.errors import UnknownFault
+from lab.faults.netpolicy import ClusterDnsFailing, NetworkPolicyDeny
 from lab.faults.podfailure import PodFailure
 from lab.faults.quota import QuotaTooLow
 from lab.faults.rollout import CrashingImage, ImageNotFound, WrongBinary
@@ -61,6 +63,10 @@ _FAULTS: tuple[Fault, ...] = (
     RolloutStuckProgressDeadline(),
     PdbBlocksDrain(),
     JobKeepsFailing(),
+    SlowMemoryLeak(),
+    ConfigMapWithoutRestart(),
+    NetworkPolicyDeny(),
+    ClusterDnsFailing(),
     NoFault(),
 )
 _BY_ID = {f.id: f for f in _FAULTS}

@@ -257,6 +257,17 @@ RESOURCES: tuple[ResourceType, ...] = (
         model="V1Lease",
     ),
     ResourceType(
+        group="networking.k8s.io",
+        version="v1",
+        plural="networkpolicies",
+        singular="networkpolicy",
+        kind="NetworkPolicy",
+        namespaced=True,
+        model="V1NetworkPolicy",
+        short_names=("netpol",),
+        has_generation=True,
+    ),
+    ResourceType(
         group="discovery.k8s.io",
         version="v1",
         plural="endpointslices",

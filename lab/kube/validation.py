@@ -7,6 +7,7 @@ the fields that are immutable on update. Each failure is one `details.causes` en
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -400,6 +401,41 @@ def pvc(c: Causes, obj: JsonObject) -> None:
         c.required("spec.resources[storage]")
 
 
+_POLICY_TYPES = ("Ingress", "Egress")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def network_policy(c: Causes, obj: JsonObject) -> None:
+    """What the server checks of a NetworkPolicy that the lab's data plane relies on: known
+    policy types, protocols and port values, and ipBlock CIDRs."""
+    spec = obj.get("spec") or {}
+    for i, kind in enumerate(spec.get("policyTypes") or []):
+        if kind not in _POLICY_TYPES:
+            c.unsupported(f"spec.policyTypes[{i}]", kind, _POLICY_TYPES)
+    for direction, peers in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(spec.get(direction) or []):
+            for j, port in enumerate(rule.get("ports") or []):
+                at = f"spec.{direction}[{i}].ports[{j}]"
+                protocol = port.get("protocol", "TCP")
+                if protocol not in _PROTOCOLS:
+                    c.unsupported(f"{at}.protocol", protocol, _PROTOCOLS)
+                number = port.get("port")
+                if isinstance(number, int) and not 0 < number < 65536:
+                    c.invalid(f"{at}.port", number, "must be between 1 and 65535, inclusive")
+            for j, peer in enumerate(rule.get(peers) or []):
+                block = peer.get("ipBlock")
+                if block is None:
+                    continue
+                try:
+                    ipaddress.ip_network(str(block.get("cidr", "")), strict=False)
+                except ValueError:
+                    c.invalid(
+                        f"spec.{direction}[{i}].{peers}[{j}].ipBlock.cidr",
+                        block.get("cidr", ""),
+                        "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+                    )
+
+
 VALIDATORS: dict[str, Callable[[Causes, JsonObject], None]] = {
     "Pod": pod,
     "Deployment": deployment,
@@ -411,6 +447,7 @@ VALIDATORS: dict[str, Callable[[Causes, JsonObject], None]] = {
     "HorizontalPodAutoscaler": hpa,
     "ResourceQuota": resource_quota,
     "PersistentVolumeClaim": pvc,
+    "NetworkPolicy": network_policy,
 }
 
 

@@ -24,6 +24,7 @@ class ImageSpec:
     entrypoint: tuple[str, ...] = ()
     path: tuple[str, ...] = ("/usr/local/bin", "/usr/bin", "/bin")
     panic: str | None = None  # a bad build: panics at start with this line
+    leak_mib_per_min: float = 0.0  # a bad build: its heap grows this much per minute of uptime
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,6 +97,7 @@ class ImageRegistry:
                             entrypoint=spec.entrypoint,
                             path=spec.path,
                             panic=spec.panic,
+                            leak_mib_per_min=spec.leak_mib_per_min,
                         ),
                     )
         return registry

@@ -131,6 +131,9 @@ class ImageTag(_Spec):
     path: tuple[str, ...] = ("/usr/local/bin", "/usr/bin", "/bin")
     # A bad build: the process panics at start with this line (and a Go stack trace).
     panic: str | None = None
+    # A bad build that leaks: its heap grows this much per minute of uptime and is never
+    # freed, so the working set climbs until the kernel OOM-kills it at the memory limit.
+    leak_mib_per_min: float = Field(default=0.0, ge=0)
 
 
 class PullAuth(_Spec):

@@ -93,6 +93,15 @@ def no_host(wire: Wire, host: str) -> str:
     return _transport(wire, f"dial tcp: lookup {host} on 10.96.0.10:53: no such host")
 
 
+def dns_timeout(wire: Wire, host: str) -> str:
+    """A lookup nobody answers (cluster DNS down): the resolver's read times out."""
+    return _transport(
+        wire,
+        f"dial tcp: lookup {host} on 10.96.0.10:53: "
+        "read udp 10.244.0.1:53421->10.96.0.10:53: i/o timeout",
+    )
+
+
 def _transport(wire: Wire, dial: str) -> str:
     if wire is Wire.GRPC:
         return (

@@ -28,6 +28,7 @@ from datetime import datetime
 
 from agents.model import JsonObject
 from lab.kube.runtime import ClusterView, ContainerHealth, Credentials, PullResult, StartResult
+from lab.sim import clusterdns
 from lab.sim.dataplane import DataPlane
 from lab.sim.images import ImageRegistry, resolve_exec
 from lab.sim.kubeobj import EnvError, limits, parse_address, probe_port, resolve_env
@@ -58,6 +59,8 @@ class Process:
     started_at: datetime
     cpu_limit_millis: int | None
     memory_limit_bytes: int | None
+    # The image's own leak (a bad build): heap that grows with uptime and is never freed.
+    image_leak_mib_per_min: float = 0.0
     # Written by the traffic model each tick:
     rps: float = 0.0
     cpu_demand_millis: float = 0.0
@@ -71,7 +74,8 @@ class Process:
         mem = self.program.memory
         warm = 1.0 if mem.warmup_s <= 0 else min(1.0, self.uptime_s(now) / mem.warmup_s)
         base = mem.base_mib * _MIB * (0.25 + 0.75 * warm)
-        return int(base + mem.per_rps_kib * 1024 * self.rps + self.leak_bytes)
+        leaked = self.image_leak_mib_per_min * _MIB * self.uptime_s(now) / 60.0
+        return int(base + mem.per_rps_kib * 1024 * self.rps + self.leak_bytes + leaked)
 
     def cpu_millis(self) -> float:
         if self.cpu_limit_millis is None:
@@ -275,11 +279,13 @@ class SimRuntime:
                 line(now, program.protocol, "INFO", "Initializing DB connection...", source=src)
             )
             if not self._resolves(address, namespace, call.port):
-                reason = (
-                    "no reachable servers"
-                    if call.protocol is Wire.MONGODB
-                    else (f"dial tcp: lookup {parse_address(address)[0]}: no such host")
+                host = parse_address(address)[0]
+                lookup = (
+                    f"dial tcp: lookup {host} on {clusterdns.CLUSTER_IP}:53: i/o timeout"
+                    if not clusterdns.serving(self.view)
+                    else f"dial tcp: lookup {host}: no such host"
                 )
+                reason = "no reachable servers" if call.protocol is Wire.MONGODB else lookup
                 return StartResult(
                     running=False,
                     exit_code=2,
@@ -310,6 +316,7 @@ class SimRuntime:
             started_at=now,
             cpu_limit_millis=cpu_limit,
             memory_limit_bytes=mem_limit,
+            image_leak_mib_per_min=spec.leak_mib_per_min,
         )
         return StartResult(running=True, log_lines=tuple(logs)), proc
 
@@ -327,6 +334,8 @@ class SimRuntime:
     ) -> tuple[str, Program] | None:
         if model is not None and (found := model.program_for_binary(binary, workload)):
             return found
+        if binary == clusterdns.BINARY:
+            return clusterdns.DEPLOYMENT, clusterdns.PROGRAM
         for other in self.models.values():
             if found := other.program_for_binary(binary, workload):
                 return found
@@ -337,6 +346,8 @@ class SimRuntime:
 
     def _resolves(self, address: str, namespace: str, default_port: int) -> bool:
         """Does `host:port` name a Service (and one of its ports) that DNS would find?"""
+        if not clusterdns.serving(self.view):
+            return False  # the lookup itself goes unanswered
         service, ns, port = parse_address(address)
         svc = self._service(service, ns or namespace)
         if svc is None:

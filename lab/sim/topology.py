@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from agents.model import JsonObject
 from lab.kube.runtime import ClusterView
+from lab.sim import clusterdns
+from lab.sim.netpolicy import IngressPolicies
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ class Topology:
             self.pods[info.name] = info
             if info.ip:
                 self.pods_by_ip[info.ip] = info
+        self.policies = IngressPolicies(namespace, view)
+        self.dns_ok = clusterdns.serving(view)
 
     def ready_endpoints(self, service: str, port: SvcPort) -> list[Endpoint]:
         """Ready addresses for one Service port, as kube-proxy would program them."""

@@ -25,12 +25,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from lab.sim import clusterdns
 from lab.sim import outcome as txt
 from lab.sim.dataplane import AuthOutcome, DataPlane
 from lab.sim.flags import FlagReader
 from lab.sim.kubeobj import parse_address
 from lab.sim.logs import LogLimiter, line
 from lab.sim.model import AppModel, Call, Wire
+from lab.sim.netpolicy import Source
 from lab.sim.outcome import Failure, Result, merge, per_request_ok, slower_than
 from lab.sim.runtime import Process
 from lab.sim.topology import Topology
@@ -40,6 +42,8 @@ logger = logging.getLogger(__name__)
 ProcKey = tuple[str, str]  # (pod uid, container)
 
 _HOP_MS = 0.3  # one network hop inside the cluster
+#: Where the app's entry load comes from, as a NetworkPolicy ipBlock sees it (TEST-NET-3).
+_OUTSIDE_IP = "203.0.113.10"
 _FAST_FAIL_MS = 1.0  # a refused connection or failed lookup
 _SATURATED_MS = 30_000.0  # a request stuck behind a saturated CPU: past every deadline
 _LOG_MIN_RATE = 0.02  # failures per second below which a process does not log them
@@ -230,7 +234,7 @@ class AppTraffic:
             k = call.per_request
             if call.fallback_for is not None:
                 k = k + (1.0 - k) * failed.get(call.fallback_for, 0.0)
-            edge = self._call(proc.namespace, proc.env, call)
+            edge = self._call(proc.namespace, proc.env, call, caller=proc)
             edge.calls_per_request = k
             edges.append(edge)
             r = edge.result
@@ -292,7 +296,9 @@ class AppTraffic:
         self._order.append(key)
         return result
 
-    def _call(self, namespace: str, env: dict[str, str], call: Call) -> EdgeEval:
+    def _call(
+        self, namespace: str, env: dict[str, str], call: Call, *, caller: Process | None = None
+    ) -> EdgeEval:
         wire = call.protocol
         host, port = call.target, call.port
         ns = namespace
@@ -302,6 +308,11 @@ class AppTraffic:
             ns = other_ns or namespace
         topo = self._topo
         assert topo is not None
+        if caller is not None and not topo.dns_ok:
+            # Every dial by name from a pod starts with a lookup cluster DNS no longer
+            # answers (the entry load comes from outside and reaches its Service regardless).
+            latency = min(call.timeout_ms, clusterdns.LOOKUP_TIMEOUT_MS)
+            return _fail(call, host, 504, latency, txt.dns_timeout(wire, host), timeout=True)
         svc = topo.services.get(host) if ns == topo.namespace else None
         if svc is None:
             return _fail(call, host, 503, _FAST_FAIL_MS, txt.no_host(wire, host))
@@ -325,6 +336,18 @@ class AppTraffic:
         for ep in endpoints:
             pod = topo.pod_for(ep)
             if pod is None or (pod.node is not None and not topo.node_ready.get(pod.node, True)):
+                failures.append(
+                    Failure(
+                        p=share,
+                        latency_ms=call.timeout_ms,
+                        code=504,
+                        message=_timeout_text(wire, host, ep.ip, ep.port, call.timeout_ms),
+                        timeout=True,
+                    )
+                )
+                continue
+            if topo.policies and not topo.policies.admits(self._source(caller), pod.body, ep.port):
+                # A NetworkPolicy drops the SYN: the dial waits out its timeout.
                 failures.append(
                     Failure(
                         p=share,
@@ -405,6 +428,16 @@ class AppTraffic:
             result=result,
             reached=reached,
         )
+
+    def _source(self, caller: Process | None) -> Source:
+        """Who dials, as a NetworkPolicy sees it: the caller's pod, or for the app's entry
+        load a client outside the cluster."""
+        topo = self._topo
+        pod = topo.pods.get(caller.pod) if caller is not None and topo is not None else None
+        if caller is None or pod is None:
+            return Source(namespace=None, labels={}, ip=_OUTSIDE_IP)
+        labels = (pod.body.get("metadata") or {}).get("labels") or {}
+        return Source(namespace=caller.namespace, labels=labels, ip=pod.ip)
 
     def _authorize(self, call: Call, env: dict[str, str], callee: Process, srv: Result) -> Result:
         auth = call.auth

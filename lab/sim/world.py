@@ -31,6 +31,7 @@ from lab.apps import APPS, AppBundle, load_app
 from lab.clock import LAB_EPOCH, LabClock
 from lab.kube.cluster import LabCluster
 from lab.kube.runtime import ClusterAPI
+from lab.sim import clusterdns
 from lab.sim.dataplane import DataPlane
 from lab.sim.exporter import MetricsExporter
 from lab.sim.images import ImageRegistry
@@ -133,6 +134,10 @@ class LabWorld:
         if self._started:
             return self
         self._started = True
+        # Cluster DNS first, as kubeadm installs it before any app.
+        self.registry.push(clusterdns.IMAGE, clusterdns.IMAGE_SPEC)
+        self.cluster.apply_manifests(clusterdns.manifests(), field_manager="kubeadm")
+        self.cluster.reconcile()  # DNS answers before the first app pod starts, as it does
         for bundle in self.bundles:
             self.cluster.apply_manifests(list(bundle.manifests), field_manager="lab")
         if self.config.serve_api:

@@ -190,6 +190,11 @@ def _read_everything(lab: Lab) -> None:
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ):
         assert bot.list_objects(api_version=api_version, kind=kind, namespace=NS)
+    # Diagnosis reads the NetworkPolicies guarding a callee (none here: the read must pass).
+    assert (
+        bot.list_objects(api_version="networking.k8s.io/v1", kind="NetworkPolicy", namespace=NS)
+        == []
+    )
     # The read cache: one list + watch per cached kind, all synced (none refused).
     cache = ClusterCache(bot)
     try:

@@ -239,6 +239,7 @@ class World:
     nodes: list[NodeInfo] = field(default_factory=list)
     quotas: list[QuotaInfo] = field(default_factory=list)
     pod_metrics: list[JsonObject] | None = None
+    network_policies: list[JsonObject] = field(default_factory=list)
     queries: dict[str, list[Series]] = field(default_factory=dict)
     ips: dict[str, str] = field(default_factory=dict)
     show_call_graph: bool = True
@@ -570,6 +571,8 @@ class FakeCluster:
             return [KubeObject(copy.deepcopy(b)) for b in self.w.services.values()]
         if kind == "ReplicaSet":
             return [KubeObject(self.w.replica_set(name)) for name in self.w.deployments]
+        if kind == "NetworkPolicy":
+            return [KubeObject(copy.deepcopy(b)) for b in self.w.network_policies]
         if kind == "PodMetrics" and self.w.pod_metrics is not None:
             return [KubeObject(b) for b in self.w.pod_metrics]
         raise Invalid(f"unsupported kind {api_version}/{kind}")

@@ -108,9 +108,10 @@ def test_every_noise_kind_acts_and_opens_no_incident(tmp_path: Path) -> None:
     ],
 )
 def test_noise_that_could_do_harm_is_a_scenario_error(tmp_path: Path, step: str, why: str) -> None:
+    head = CONTROL.split("noise:", maxsplit=1)[0]
     text = (
-        CONTROL.split("noise:")[0]
-        + f"noise:\n  - {{kind: scale, target: frontend, replicas: 2, at: 1}}\n  - {step}\ntime_limits: {{total: 30}}\n"
+        f"{head}noise:\n  - {{kind: scale, target: frontend, replicas: 2, at: 1}}\n"
+        f"  - {step}\ntime_limits: {{total: 30}}\n"
     )
     (tmp_path / "harm.yaml").write_text(text, encoding="utf-8")
     [loaded] = load_suite(tmp_path).scenarios

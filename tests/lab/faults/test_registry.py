@@ -45,6 +45,10 @@ EXPECTED = {
     "rollout-stuck-progress-deadline": "virtualization/misconfiguration",
     "pdb-blocks-drain": "virtualization/misconfiguration",
     "job-keeps-failing": "application/misconfiguration",
+    "slow-memory-leak": "application/code_defect",
+    "configmap-without-restart": "application/misconfiguration",
+    "network-policy-deny": "virtualization/network",
+    "cluster-dns-failing": "virtualization/network",
     "no-fault": None,
 }
 
@@ -70,6 +74,8 @@ def test_the_library_and_its_ground_truth_categories() -> None:
         "node-not-ready",
         "pdb-blocks-drain",
         "job-keeps-failing",
+        "network-policy-deny",
+        "cluster-dns-failing",
     }
     bounded = {f.id for f in library if f.time_bounded}
     assert bounded == {"network-delay", "network-loss", "pod-failure"}

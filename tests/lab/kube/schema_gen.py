@@ -45,6 +45,7 @@ ROOTS = (
     "V1Eviction",
     "V1Scale",
     "V1EndpointSlice",
+    "V1NetworkPolicy",
     "V1DeleteOptions",
     "V1Role",
     "V1ClusterRole",
