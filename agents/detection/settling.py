@@ -7,8 +7,9 @@ firing for about a minute after the replacement is Ready. Paging someone for it 
 
 What tells a repaired disruption from a fault is the cluster's own state, not the alert: a
 workload with a pod started within the last `window_s` (well after the namespace's first pods:
-a replacement, not a fresh deploy), every pod Ready with no restarts, and the workload at its
-desired replicas. While the namespace shows one, an
+a replacement, not a fresh deploy) of a ReplicaSet older than the disruption (the same
+template: a rollout is a spec change, which may be the fault), every pod Ready with no restarts,
+and the workload at its desired replicas. While the namespace shows one, an
 alert that started after the disruption began is held until the window has passed: the
 disruption's own alerts resolve by then; a fault's do not, and the alert then opens its
 incident (once held, an alert is never held again). Crash loops, pods that cannot start or
@@ -75,7 +76,28 @@ class Settling:
             youngest = max(p.created_at for p in own if p.created_at is not None)
             if now - youngest >= self._window or youngest <= first:
                 continue
+            pod_owner = next(p.owner for p in own if p.created_at == youngest)
+            if self._rolled_out(scope, w.kind, w.name, pod_owner, youngest):
+                continue
             found = Repaired(workload=w.name, began=youngest, settled_by=youngest + self._window)
             if best is None or found.settled_by > best.settled_by:
                 best = found
         return best
+
+    def _rolled_out(
+        self, scope: Scope, kind: str, name: str, owner: str | None, born: datetime
+    ) -> bool:
+        """Whether the young pod came with a new revision (a rollout: a spec change, which may
+        be the fault) rather than replacing a pod of the same template. Unknown counts as a
+        rollout: only a disruption known to have changed nothing is held."""
+        if kind != "Deployment":
+            return False  # a StatefulSet replaces its pods in place, revision or not
+        try:
+            history = self._reader.rollout_history(scope.namespace, name)
+        except ClusterError:
+            return True
+        replica_set = (owner or "").removeprefix("ReplicaSet/")
+        revision = next((r for r in history if r.replica_set == replica_set), None)
+        if revision is None or revision.created_at is None:
+            return True
+        return born - revision.created_at < self._window

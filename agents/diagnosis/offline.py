@@ -16,7 +16,6 @@ import logging
 from dataclasses import dataclass, replace
 
 from agents.diagnosis import (
-    rules_controllers,
     rules_netapp,
     rules_pods,
     rules_scheduling,
@@ -46,7 +45,6 @@ RULES = (
     *rules_traffic.RULES,
     *rules_startup.RULES,
     *rules_scheduling.RULES,
-    *rules_controllers.RULES,
     *rules_netapp.RULES,
 )
 MAX_HYPOTHESES = 5

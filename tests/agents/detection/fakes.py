@@ -61,6 +61,8 @@ class FakeCluster:
         self.watch_calls: list[tuple[str, str, str | None]] = []
         #: The resourceVersion a list of each kind reports (the store's, not an item's).
         self.list_versions: dict[str, str] = {}
+        #: Rollout history per (namespace, Deployment).
+        self.revisions: dict[tuple[str, str], list[RevisionInfo]] = {}
 
     # -- ClusterReader
     @property
@@ -123,7 +125,8 @@ class FakeCluster:
         return []
 
     def rollout_history(self, namespace: str, deployment: str) -> Sequence[RevisionInfo]:
-        return []
+        self._check(namespace)
+        return list(self.revisions.get((namespace, deployment), []))
 
     def namespaces(self) -> Sequence[str]:
         return sorted({ns for ns in self.pod_states} | {ns for ns in self.workload_states})

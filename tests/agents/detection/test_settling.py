@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from agents.detection import Detector, DetectorConfig, Disposition, IncidentOpened
 from agents.detection.settling import Settling
-from agents.model import Scope
+from agents.model import RevisionInfo, Scope
 from agents.severity import SeverityMeter
 from lab.clock import LabClock
 from storage import Store
@@ -28,8 +28,19 @@ def _detector(
     )
 
 
-def _namespace(cluster: FakeCluster, *, geo_born: float, geo_restarts: int = 0) -> None:
-    """frontend's pod from the namespace's first deploy; geo's pod born at `geo_born`."""
+def _namespace(
+    cluster: FakeCluster, *, geo_born: float, geo_restarts: int = 0, rollout: bool = False
+) -> None:
+    """frontend's pod from the namespace's first deploy; geo's pod born at `geo_born`, from
+    its first ReplicaSet (a replacement) or, with `rollout`, from a new one born with it."""
+    cluster.revisions[("hotel", "geo")] = [
+        RevisionInfo(
+            revision=2 if rollout else 1,
+            images={"geo": "hotel/geo:1.0"},
+            replica_set="geo-5d9c7f",
+            created_at=at(geo_born if rollout else -600),
+        )
+    ]
     cluster.workload_states["hotel"] = [workload("frontend"), workload("geo")]
     cluster.pod_states["hotel"] = [
         replace(pod("frontend-1", app="frontend"), created_at=at(-600)),
@@ -84,6 +95,8 @@ def test_a_crash_loop_a_fresh_deploy_or_an_old_pod_is_never_a_reason_to_hold(
     _namespace(cluster, geo_born=-600)  # as old as the namespace: a first deploy
     assert settling.repaired(_scope(), clock.now()) is None
     _namespace(cluster, geo_born=-120)  # replaced two minutes ago: settled already
+    assert settling.repaired(_scope(), clock.now()) is None
+    _namespace(cluster, geo_born=0, rollout=True)  # a new revision: a spec change, maybe the fault
     assert settling.repaired(_scope(), clock.now()) is None
     _namespace(cluster, geo_born=0)
     found = settling.repaired(_scope(), clock.now())

@@ -1,6 +1,8 @@
 """The offline reasoner on a rollout whose readiness probe dials a port the container does not
 declare: the probe is named as the cause (virtualization misconfiguration) even when the same
-rollout also changed the image, and a probe on a declared port is left to other rules."""
+rollout also changed the image, and a probe on a declared port is left to other rules. The rule
+is `probe-misaimed` (agents/diagnosis/rules_startup.py), the same whether the probe was changed
+alone or in a rollout that stalls past its progress deadline."""
 
 from __future__ import annotations
 

@@ -240,7 +240,12 @@ def test_node_not_ready(make_lab: MakeLab) -> None:
     (pod,) = lab.pods("mongodb-profile")
     ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "False" and ready.get("reason") == "NodeNotReady", ready
-    assert error_ratio(lab, "mongodb-profile") > 0.9 or error_ratio(lab, "profile") > 0.05
+    # What users see depends on what else the dead node ran (the scheduler's placement):
+    # some stranded service on the request path fails.
+    # (client-seen: a service whose only pod is on the dead node serves no metrics at all).
+    seen = lab.signals()
+    stranded = ("mongodb-profile", "profile", *injection.truth.root_causes)
+    assert any(seen[s][0] > 0.05 for s in stranded if s in seen), seen
 
     # A person drains the dead node: cordon it and delete its pods (their kubelet cannot
     # confirm, so they stay Terminating while their ReplicaSets replace them elsewhere).
