@@ -109,7 +109,13 @@ READ_PERMISSIONS: tuple[Permission, ...] = (
         "get list watch",
         "autoscaler bounds; the journal",
     ),
-    _p("networking.k8s.io", "networkpolicies", "list", "policies that drop a caller"),
+    _p(
+        "networking.k8s.io",
+        "networkpolicies",
+        "list watch",
+        "policies that drop a caller; the journal",
+    ),
+    _p("policy", "poddisruptionbudgets", "list watch", "budgets that block evictions; the journal"),
 )
 
 #: Write verbs per way an action writes. A catalog action replaces its target (PUT: update),

@@ -50,6 +50,12 @@ _KINDS = (
         plural="networkpolicies",
         namespaced=True,
     ),
+    KindInfo(
+        api_version="policy/v1",
+        kind="PodDisruptionBudget",
+        plural="poddisruptionbudgets",
+        namespaced=True,
+    ),
     KindInfo(api_version="apps/v1", kind="Deployment", plural="deployments", namespaced=True),
     KindInfo(api_version="apps/v1", kind="ReplicaSet", plural="replicasets", namespaced=True),
     KindInfo(api_version="apps/v1", kind="StatefulSet", plural="statefulsets", namespaced=True),

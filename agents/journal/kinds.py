@@ -1,8 +1,9 @@
 """The kinds the change journal watches, and which part of each it tracks.
 
 A workload's or Service's *spec*, a ConfigMap's *data*, and the spec of what feeds a workload
-(quotas, LimitRanges, autoscalers, volume claims): the parts people change on purpose and
-mitigations restore. Status and server-managed metadata change all the time and say
+(quotas, LimitRanges, autoscalers, volume claims, NetworkPolicies, disruption budgets): the parts
+people change on purpose and mitigations restore. Nodes (cluster-scoped) are read by the
+diagnosis, not journaled yet. Status and server-managed metadata change all the time and say
 nothing about who broke what. Secrets are never watched.
 """
 
@@ -39,6 +40,11 @@ RESOURCE_QUOTA = WatchedKind(api_version="v1", kind="ResourceQuota", fields=("sp
 LIMIT_RANGE = WatchedKind(api_version="v1", kind="LimitRange", fields=("spec",))
 HPA = WatchedKind(api_version="autoscaling/v2", kind="HorizontalPodAutoscaler", fields=("spec",))
 PVC = WatchedKind(api_version="v1", kind="PersistentVolumeClaim", fields=("spec",))
+#: What stands between a workload and its callers or its disruptions.
+NETWORK_POLICY = WatchedKind(
+    api_version="networking.k8s.io/v1", kind="NetworkPolicy", fields=("spec",)
+)
+PDB = WatchedKind(api_version="policy/v1", kind="PodDisruptionBudget", fields=("spec",))
 
 WATCHED_KINDS: tuple[WatchedKind, ...] = (
     DEPLOYMENT,
@@ -49,6 +55,8 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     LIMIT_RANGE,
     HPA,
     PVC,
+    NETWORK_POLICY,
+    PDB,
 )
 
 #: Kinds the journal refuses to watch, whatever it is configured with.
