@@ -13,6 +13,7 @@ from agents.incident.codec import diagnosis_from_json
 from agents.model import PlanStatus
 from bot.errors import SlackCallFailed
 from bot.ids import ActionId
+from bot.listeners.errors import acked_first
 from bot.listeners.payloads import Click
 from bot.listeners.services import ListenerServices
 from bot.render import (
@@ -83,7 +84,10 @@ def register_actions(app: App, services: ListenerServices) -> None:
             click.trigger_id, render_diagnosis_details(incident, diagnosis_from_json(row.body))
         )
 
-    app.action(ActionId.APPROVE.value)(approve)
-    app.action(ActionId.REJECT.value)(reject)
-    app.action(ActionId.UNDO.value)(undo)
-    app.action(ActionId.DETAILS.value)(details)
+    for action, listener in (
+        (ActionId.APPROVE, approve),
+        (ActionId.REJECT, reject),
+        (ActionId.UNDO, undo),
+        (ActionId.DETAILS, details),
+    ):
+        app.action(action.value)(acked_first(services, listener))

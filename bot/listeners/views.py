@@ -9,6 +9,7 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from bot.ids import BlockId, CallbackId, InputId
+from bot.listeners.errors import acked_first
 from bot.listeners.payloads import Submission
 from bot.listeners.services import ListenerServices
 from bot.render import RejectContext, render_undo_checking
@@ -52,5 +53,7 @@ def register_views(app: App, services: ListenerServices) -> None:
             confirm_drift=True,
         )
 
-    app.view(CallbackId.REJECT_REASON.value)(reject_reason)
-    app.view(CallbackId.UNDO_DRIFT.value)(undo_drift)
+    # Errors after the ack are reported by the listener (see `acked_first`): raised, Bolt's
+    # runner could take the ack back.
+    app.view(CallbackId.REJECT_REASON.value)(acked_first(services, reject_reason))
+    app.view(CallbackId.UNDO_DRIFT.value)(acked_first(services, undo_drift))
