@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lab.faults import Injection, Verdict, check_mitigation
+from lab.faults import Injection, Verdict, check_mitigation, fault
 from lab.sim.world import LabWorld, WorldConfig
 from tests.conftest import require_binary
 
@@ -188,3 +188,19 @@ def healthy(lab: Lab, *workloads: str) -> None:
             assert cs["ready"] and "running" in cs["state"], (workload, cs)
     errors = {n: e for n, (e, _) in lab.signals().items() if e > 0}
     assert not errors, errors
+
+
+def inject(lab: Lab, fault_id: str, *, after_s: float = 10, **params: object) -> Injection:
+    """Inject with the fault's defaults (or `params`), let `after_s` lab seconds pass, and
+    check the oracle sees the fault."""
+    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
+    lab.advance(after_s)
+    assert not lab.check(injection).mitigated
+    return injection
+
+
+def fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
+    """After a person's fix: the oracle passes and the workloads are healthy."""
+    verdict = lab.settle(injection)
+    assert verdict.mitigated, verdict.problems
+    healthy(lab, *workloads)

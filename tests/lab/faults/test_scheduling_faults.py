@@ -9,24 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
-from lab.faults import Injection, fault
 from lab.kube.errors import ApiError
-from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, healthy
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, fixed, inject
 
 MakeLab = Callable[..., Lab]
 
 
-def _inject(lab: Lab, fault_id: str, **params: object) -> Injection:
-    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
-    lab.advance(10)
-    assert not lab.check(injection).mitigated
-    return injection
-
-
-def _fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
-    verdict = lab.settle(injection)
-    assert verdict.mitigated, verdict.problems
-    healthy(lab, *workloads)
+_inject = inject
+_fixed = fixed
 
 
 def _pending(lab: Lab, workload: str) -> list[dict[str, object]]:

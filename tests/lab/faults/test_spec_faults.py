@@ -7,23 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from lab.faults import Injection, fault
-from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, healthy
+from lab.faults import fault
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, error_ratio, fixed, inject
 
 MakeLab = Callable[..., Lab]
 
 
-def _inject(lab: Lab, fault_id: str, **params: object) -> Injection:
-    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
-    lab.advance(10)
-    assert not lab.check(injection).mitigated
-    return injection
-
-
-def _fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
-    verdict = lab.settle(injection)
-    assert verdict.mitigated, verdict.problems
-    healthy(lab, *workloads)
+_inject = inject
+_fixed = fixed
 
 
 def _waiting(lab: Lab, workload: str) -> set[str]:

@@ -9,22 +9,16 @@ from collections.abc import Callable
 from typing import Any
 
 from lab.faults import Injection, fault
-from tests.lab.faults.conftest import HOTEL, SHOP, Lab, healthy
+from tests.lab.faults.conftest import HOTEL, SHOP, Lab, fixed, healthy, inject
 
 MakeLab = Callable[..., Lab]
 
 
 def _inject(lab: Lab, fault_id: str, **params: object) -> Injection:
-    injection = fault(fault_id).inject(lab.world, app=lab.namespace, params=params or None)
-    lab.advance(15)
-    assert not lab.check(injection).mitigated
-    return injection
+    return inject(lab, fault_id, after_s=15, **params)
 
 
-def _fixed(lab: Lab, injection: Injection, *workloads: str) -> None:
-    verdict = lab.settle(injection)
-    assert verdict.mitigated, verdict.problems
-    healthy(lab, *workloads)
+_fixed = fixed
 
 
 def _waiting(lab: Lab, workload: str) -> set[str]:
