@@ -10,9 +10,7 @@ webhook, health and metrics endpoints, and the services' background work.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 from collections.abc import Mapping
 
 from slack_bolt import App
@@ -27,6 +25,7 @@ from bot.http.readiness import SlackAuth, database_write
 from bot.http.server import HttpServer, blocking_pool
 from bot.http.slack_gate import SlackGate
 from bot.services import Services
+from bot.socket_close import close_socket_mode
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ class BotRuntime:
 
     def stop(self) -> None:
         if self._socket is not None:
-            _close_socket_mode(self._socket)
+            close_socket_mode(self._socket)
             self._socket = None
         for server in (self._webhook_http, self._http):
             if server is not None:
@@ -116,16 +115,3 @@ class BotRuntime:
         self.services.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         logger.info("stratus stopped")
-
-
-def _close_socket_mode(handler: SocketModeHandler) -> None:
-    """Close the built-in Socket Mode client without its built-in waits: its reader holds a
-    lock for up to 3 s in recv() (shutting the socket down wakes it) and its message thread
-    waits up to 1 s on its queue (an empty message after `closed` wakes it)."""
-    client = handler.client
-    session = client.current_session
-    with contextlib.suppress(OSError, AttributeError):
-        session.sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
-    client.closed = True
-    client.message_queue.put("")
-    handler.close()  # type: ignore[no-untyped-call]

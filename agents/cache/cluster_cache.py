@@ -58,6 +58,10 @@ from agents.ports import ChangeWatcher, ClusterReader
 
 logger = logging.getLogger(__name__)
 
+#: Backoff jitter from a private generator: the module's global one is shared with every
+#: other thread (and Hypothesis, in the tests, treats a change to it as a strategy bug).
+_JITTER = random.Random()
+
 #: The kinds held, by kind: their API version. What the scan, diagnosis and planning list.
 CACHED_KINDS: dict[str, str] = {
     "Pod": "v1",
@@ -234,7 +238,7 @@ class ClusterCache:
         source: WatchableCluster,
         *,
         settings: CacheSettings | None = None,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = _JITTER.random,
         sink_errors: tuple[type[Exception], ...] = (),
     ) -> None:
         """`sink_errors`: what subscribers may raise to have an event delivered again (the

@@ -31,6 +31,10 @@ from storage import StorageError
 
 logger = logging.getLogger(__name__)
 
+#: Backoff jitter from a private generator: the module's global one is shared with every
+#: other thread (and Hypothesis, in the tests, treats a change to it as a strategy bug).
+_JITTER = random.Random()
+
 
 @dataclass(frozen=True, slots=True)
 class _JournalSink:
@@ -60,7 +64,7 @@ class JournalWatcher:
         timeout_s: int = 60,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = _JITTER.random,
         cache: ClusterCache | None = None,
     ) -> None:
         """With `cache`, the journal follows the cache's watches for the kinds it holds (one

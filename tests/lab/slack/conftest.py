@@ -19,6 +19,7 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk import WebClient
 from slack_sdk.socket_mode import SocketModeClient
 
+from bot.socket_close import close_socket_mode
 from lab.slack import SlackWorkspace, WorkspaceConfig
 
 
@@ -54,8 +55,7 @@ def socket_mode(app: App, ws: SlackWorkspace) -> Iterator[SocketModeHandler]:
 
 
 def close_socket_client(handler: SocketModeHandler) -> None:
-    close_quickly(handler.client)
-    handler.close()  # type: ignore[no-untyped-call]
+    assert close_socket_mode(handler), "socket mode threads did not stop"
 
 
 def close_quickly(client: SocketModeClient) -> None:
