@@ -106,7 +106,7 @@ class BotRuntime:
 
     def stop(self) -> None:
         if self._socket is not None:
-            close_socket_mode(self._socket)
+            close_socket_mode(self._socket.client)
             self._socket = None
         for server in (self._webhook_http, self._http):
             if server is not None:

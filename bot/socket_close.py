@@ -20,7 +20,7 @@ import socket
 import time
 from typing import Any
 
-from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk.socket_mode.builtin import SocketModeClient
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +28,9 @@ logger = logging.getLogger(__name__)
 CLOSE_WAIT_S = 5.0
 
 
-def close_socket_mode(handler: SocketModeHandler, wait_s: float = CLOSE_WAIT_S) -> bool:
-    """Close the handler's client; False when a thread did not stop within `wait_s` and was
-    left running (the socket is closed either way)."""
-    client = handler.client
+def close_socket_mode(client: SocketModeClient, wait_s: float = CLOSE_WAIT_S) -> bool:
+    """Close the client (a Bolt `SocketModeHandler`'s close is only this); False when a thread
+    did not stop within `wait_s` and was left running (the socket is closed either way)."""
     client.closed = True
     client.auto_reconnect_enabled = False
     runners = [
@@ -50,7 +49,7 @@ def close_socket_mode(handler: SocketModeHandler, wait_s: float = CLOSE_WAIT_S) 
     deadline = time.monotonic() + wait_s
     stopped = all(_join(client, runner, deadline) for runner in runners)
     if stopped:
-        handler.close()  # type: ignore[no-untyped-call]
+        client.close()
         return True
     logger.warning(
         "socket mode: the client's threads did not stop within %.0f s; closing the socket and "

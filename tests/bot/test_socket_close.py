@@ -68,7 +68,7 @@ def test_a_lost_terminate_does_not_hang_the_close() -> None:
         handler = _connected(ws)
         _race(handler)
         started = time.monotonic()
-        assert _closes_within(lambda: close_socket_mode(handler), 10)
+        assert _closes_within(lambda: close_socket_mode(handler.client), 10)
         assert time.monotonic() - started < 5
         assert not handler.client.current_session_runner.is_alive()
         assert not handler.client.is_connected()

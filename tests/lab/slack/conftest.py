@@ -55,7 +55,7 @@ def socket_mode(app: App, ws: SlackWorkspace) -> Iterator[SocketModeHandler]:
 
 
 def close_socket_client(handler: SocketModeHandler) -> None:
-    assert close_socket_mode(handler), "socket mode threads did not stop"
+    assert close_socket_mode(handler.client), "socket mode threads did not stop"
 
 
 def close_quickly(client: SocketModeClient) -> None:

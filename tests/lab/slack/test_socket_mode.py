@@ -13,8 +13,9 @@ from slack_sdk.socket_mode import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from bot.socket_close import close_socket_mode
 from lab.slack import EnvelopeKind, SlackWorkspace
-from tests.lab.slack.conftest import bolt_app, close_quickly, socket_mode
+from tests.lab.slack.conftest import bolt_app, socket_mode
 
 TIMEOUT = 5.0
 
@@ -405,8 +406,7 @@ def raw_client(ws: SlackWorkspace, *, ack: Any) -> Iterator[list[dict[str, Any]]
     try:
         yield received
     finally:
-        close_quickly(client)
-        client.close()
+        assert close_socket_mode(client)
 
 
 def test_hello_then_envelopes_as_slack_sends_them(
