@@ -53,6 +53,12 @@ class QueryError(MetricsError):
         self.reason = reason
 
 
+class SourcesUnavailable(StratusError):
+    """The cluster or the metrics did not answer the reads a diagnosis stands on (the
+    namespace's workloads and pods, its golden signals). Not a finding: diagnose again when
+    they answer."""
+
+
 class Inadmissible(StratusError):
     """An action the engine will never execute (no inverse, forbidden kind, data changes)."""
 

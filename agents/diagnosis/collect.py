@@ -39,7 +39,7 @@ from agents.diagnosis.state import (
     pod_symptoms,
     short_reason,
 )
-from agents.errors import StratusError
+from agents.errors import MetricsError, QueryError, StratusError, TransientError
 from agents.model import (
     Alert,
     AlertStatus,
@@ -61,6 +61,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _no_answer(error: StratusError) -> bool:
+    """The source did not answer, as opposed to answering no."""
+    return isinstance(error, TransientError) or (
+        isinstance(error, MetricsError) and not isinstance(error, QueryError)
+    )
+
+
 class Collector:
     def __init__(
         self,
@@ -77,17 +84,31 @@ class Collector:
         self.redactor = redactor
         self.clock = clock
 
-    def read_one(self, obs: Observations, what: str, fn: Callable[[], T]) -> T | None:
-        """One bounded read; a failure is recorded as a gap and yields None."""
+    def read_one(
+        self, obs: Observations, what: str, fn: Callable[[], T], *, core: bool = False
+    ) -> T | None:
+        """One bounded read; a failure is recorded as a gap and yields None. A `core` read
+        that failed because its source did not answer (a timeout, a refused connection, a
+        5xx; Prometheus unreachable — not a refusal such as 403 or a bad query) also goes to
+        `obs.unavailable`."""
         try:
             return fn()
         except StratusError as e:
             logger.info("diagnosis read failed: %s: %s", what, e)
             obs.gaps.append(f"{what}: {self.redactor(str(e))[:200]}")
+            if core and _no_answer(e):
+                obs.unavailable.append(f"{what}: {self.redactor(str(e))[:200]}")
             return None
 
-    def read_many(self, obs: Observations, what: str, fn: Callable[[], Iterable[T]]) -> list[T]:
-        found = self.read_one(obs, what, fn)
+    def read_many(
+        self,
+        obs: Observations,
+        what: str,
+        fn: Callable[[], Iterable[T]],
+        *,
+        core: bool = False,
+    ) -> list[T]:
+        found = self.read_one(obs, what, fn, core=core)
         return list(found) if found is not None else []
 
     def collect(
@@ -100,6 +121,8 @@ class Collector:
         items += self._alerts(alerts)
         items += change_reads.read_changes(self, obs, handler)  # the first question
         self._inventory(obs, handler)
+        if obs.unavailable:
+            return obs, items  # blind: each further read would wait out its deadline too
         obs.alerting = self._alerting(obs, incident, alerts)
         items += self._pods(obs)
         items += pod_reads.read_drift(self, obs)
@@ -169,7 +192,7 @@ class Collector:
         # Each kind is read once: a workload's state and its pod template come from the same
         # object, a Service's spec and its ready endpoints from one `services` read.
         for kind in ("Deployment", "StatefulSet"):
-            for body in self.read_many(obs, f"{kind}s", _lister(c, "apps/v1", kind, ns)):
+            for body in self.read_many(obs, f"{kind}s", _lister(c, "apps/v1", kind, ns), core=True):
                 spec = parse_workload_spec(body.body, self.redactor)
                 obs.specs[spec.name] = spec
                 obs.workloads[spec.name] = kubeparse.parse_workload(body.body)
@@ -178,7 +201,7 @@ class Collector:
         # the pods that are not ready.
         owners = _PodOwners(obs)
         grouped: dict[str, list[PodState]] = {}
-        for pod in self.read_many(obs, "pods", lambda: c.pods(ns)):
+        for pod in self.read_many(obs, "pods", lambda: c.pods(ns), core=True):
             service = owners.service_of(pod)
             obs.pod_services[pod.name] = service
             grouped.setdefault(service, []).append(pod)

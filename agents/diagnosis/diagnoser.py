@@ -30,7 +30,7 @@ from agents.diagnosis.observe import Observations
 from agents.diagnosis.ports import JournalView, Redactor, SimilarSearch
 from agents.diagnosis.suspect import Suspect
 from agents.diagnosis.tools import Toolbox
-from agents.errors import BudgetExceeded, ModelUnavailable, StratusError
+from agents.errors import BudgetExceeded, ModelUnavailable, SourcesUnavailable, StratusError
 from agents.model import (
     Alert,
     Category,
@@ -93,6 +93,10 @@ class Diagnoser:
         handler = self.handlers.select(alerts)
         logger.info("diagnosing %s with handler %s", incident.id, handler.name)
         obs, items = self.collector.collect(incident, alerts, handler)
+        if obs.unavailable:
+            # A diagnosis of a cluster we could not see would name whatever answered; an
+            # outage is not a finding (DESIGN rule 8). The machine waits and asks again.
+            raise SourcesUnavailable("; ".join(obs.unavailable[:3]))
         facts = Facts(obs, handler)
         verdict = offline.reason(facts)
         unhealthy = sorted(set(facts.anomalous) | set(obs.alerting))

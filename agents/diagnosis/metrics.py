@@ -27,7 +27,10 @@ def read_signals(collector: Collector, obs: Observations, handler: Handler) -> l
     step = handler.collect.signals
     t = handler.thresholds
     signals = collector.read_one(
-        obs, "golden signals", lambda: metrics.golden_signals(ns, None, window_s=step.window_s)
+        obs,
+        "golden signals",
+        lambda: metrics.golden_signals(ns, None, window_s=step.window_s),
+        core=True,
     )
     obs.signals = dict(signals or {})
     edges = collector.read_many(

@@ -166,6 +166,9 @@ class Observations:
     quotas: tuple[QuotaInfo, ...] = ()
     network_policies: tuple[NetworkPolicyInfo, ...] = ()
     gaps: list[str] = field(default_factory=list)  # reads that failed, for the summary
+    #: Core reads (inventory, golden signals) that failed because a source did not answer:
+    #: the diagnosis would be blind (`SourcesUnavailable`).
+    unavailable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what a cap dropped, for the summary
     keys: dict[str, list[str]] = field(default_factory=dict)  # "pods:<svc>" → evidence keys
     pod_services: dict[str, str] = field(default_factory=dict)  # pod name → service

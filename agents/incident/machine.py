@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from agents.detection.records import alert_from_row, incident_from_row
+from agents.errors import SourcesUnavailable
 from agents.incident.codec import diagnosis_from_json, diagnosis_row, plan_from_row, plan_row
 from agents.incident.events import (
     Closed,
@@ -78,6 +79,10 @@ S = IncidentState
 #: States in which `advance` has nothing to do until something outside happens.
 WAITING = frozenset({S.AWAITING_APPROVAL, S.CLOSED})
 END = frozenset({S.RESOLVED, S.ESCALATED, S.CLOSED})
+
+#: How long a diagnosis waits for the cluster and the metrics to answer (`SourcesUnavailable`)
+#: before the incident goes to a person anyway.
+BLIND_LIMIT = timedelta(minutes=10)
 
 _OUTCOME_OF_STATUS = {
     TransactionStatus.COMMITTED: OutcomeKind.COMMITTED,
@@ -273,8 +278,57 @@ class IncidentMachine:
         self.store.diagnoses.add(diagnosis_row(diagnosis, self.clock.now()))
         return diagnosis
 
+    def _diagnose_or_wait(self, incident: Incident) -> Diagnosis | None:
+        """A diagnosis, or None when the sources it stands on did not answer: the incident
+        waits in its state and is diagnosed again on its next drive."""
+        try:
+            return self._diagnose(incident)
+        except SourcesUnavailable as e:
+            self._blind(incident, str(e))
+            return None
+
+    def _blind(self, incident: Incident, reason: str) -> None:
+        """Note the wait once per blind spell (the spell ends with the next transition); after
+        `BLIND_LIMIT` of it, escalate: a person can see what Stratus cannot."""
+        with self._running_lock:
+            self._waiting.add(incident.id)
+        now = self.clock.now()
+        since: datetime | None = None
+        for event in reversed(self.store.incidents.timeline(incident.id)):
+            if event.kind == "transition":
+                break
+            if (event.data or {}).get("blind_since"):
+                since = datetime.fromisoformat(str(event.data["blind_since"]))
+                break
+        if since is None:
+            self.store.incidents.add_event(
+                TimelineEventRow(
+                    incident_id=incident.id,
+                    at=now,
+                    state=incident.state.value,
+                    kind="note",
+                    message=f"Waiting: cannot see the cluster ({reason}); nothing is concluded "
+                    "from an outage, diagnosing again when it answers",
+                    data={"blind_since": now.isoformat(), "reason": reason},
+                )
+            )
+            return
+        if now - since >= BLIND_LIMIT:
+            minutes = int((now - since).total_seconds() // 60)
+            self._escalate(
+                incident,
+                Escalation(
+                    reason=f"the cluster or the metrics did not answer for {minutes} min, so "
+                    "no diagnosis could be made",
+                    runbook=f"Last error: {reason}. Check the API server and Prometheus; "
+                    "`/stratus diagnose` re-reads the cluster.",
+                ),
+            )
+
     def _diagnosing(self, incident: Incident) -> None:
-        diagnosis = self._diagnose(incident)
+        diagnosis = self._diagnose_or_wait(incident)
+        if diagnosis is None:
+            return
         top = diagnosis.top
         after = self.move(
             incident,
@@ -310,7 +364,9 @@ class IncidentMachine:
         diagnosis = self.diagnosis(incident.id)
         if diagnosis is None or attempts:
             # After an attempt the cluster has moved on: look again before planning again.
-            diagnosis = self._diagnose(incident)
+            diagnosis = self._diagnose_or_wait(incident)
+            if diagnosis is None:
+                return
         proposal = self._planner.plan(incident, diagnosis, attempts, now=self.clock.now())
         if proposal.escalation is not None or not proposal.candidates:
             self._escalate(

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agents.actions.snapshot import field_changes
-from agents.errors import ClusterError
+from agents.errors import ClusterError, TransientError
 from agents.journal.kinds import NEVER_WATCHED, WATCHED_KINDS, WatchedKind
 from agents.journal.managed import UNKNOWN_MANAGER, attribute
 from agents.model import Change, ChangeType, JsonObject, KubeObject, Scope
@@ -201,7 +201,9 @@ class ChangeJournal:
 
     def sync(self, reader: ClusterReader) -> list[Change]:
         """List every watched kind in every covered namespace and record the differences.
-        A namespace or kind whose list fails is skipped (nothing is inferred from it)."""
+        A namespace or kind whose list fails is skipped (nothing is inferred from it). When
+        the API does not answer at all (a timeout, a refused connection, a 5xx), the rest of
+        this sync is skipped too: each list would wait out its own deadline."""
         self._synced_at = self._clock.now()
         changes: list[Change] = []
         for namespace in self._namespaces:
@@ -210,6 +212,9 @@ class ChangeJournal:
                     objects = reader.list_objects(
                         api_version=kind.api_version, kind=kind.kind, namespace=namespace
                     )
+                except TransientError as e:
+                    logger.warning("journal sync stopped at %s in %s: %s", kind.kind, namespace, e)
+                    return changes
                 except ClusterError as e:
                     logger.warning("journal sync of %s in %s failed: %s", kind.kind, namespace, e)
                     continue

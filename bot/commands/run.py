@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from agents.errors import MetricsError
+from agents.errors import MetricsError, SourcesUnavailable
 from agents.model import (
     Alert,
     AlertStatus,
@@ -128,6 +128,8 @@ class CommandRunner:
             return self._run(command, invocation)
         except NotFound as e:
             return _reply(render_error(f"Not found: {e}."))
+        except SourcesUnavailable as e:
+            return _reply(render_error(f"Cannot diagnose now: the cluster did not answer ({e})."))
 
     def _run(self, command: Command, invocation: Invocation) -> Reply:
         match command:

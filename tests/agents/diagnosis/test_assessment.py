@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from agents.diagnosis import Diagnoser
 from agents.diagnosis.assessment import Assessment, tied_services
-from agents.errors import TransientError
+from agents.errors import Forbidden
 from agents.model import PodState
 from tests.agents.diagnosis.conftest import Run
 from tests.agents.diagnosis.world import (
@@ -69,13 +69,14 @@ def test_stratus_own_change_is_not_a_recent_change_suspect(run: Run) -> None:
 
 
 class BlindCluster(FakeCluster):
-    """The Kubernetes API refuses every pod and workload read."""
+    """RBAC refuses every pod and workload read (an API that does not answer at all is not
+    diagnosed: `test_diagnoser.test_a_diagnosis_that_cannot_see_the_pods_is_not_made`)."""
 
     def pods(self, namespace: str, *, label_selector: str = "") -> Sequence[PodState]:
-        raise TransientError("connection refused")
+        raise Forbidden("pods is forbidden")
 
     def workloads(self, namespace: str) -> Sequence[object]:  # type: ignore[override]
-        raise TransientError("connection refused")
+        raise Forbidden("deployments.apps is forbidden")
 
 
 def test_a_diagnosis_whose_reads_failed_says_it_cannot_read_the_cluster() -> None:
@@ -90,7 +91,7 @@ def test_a_diagnosis_whose_reads_failed_says_it_cannot_read_the_cluster() -> Non
     assert "nothing in" not in d.summary
     assessment = Assessment.of(d)
     assert assessment is not None and assessment.blind
-    assert any("connection refused" in u for u in assessment.unread)
+    assert any("pods is forbidden" in u for u in assessment.unread)
 
 
 def test_a_source_that_is_not_configured_is_not_a_failed_read(run: Run) -> None:

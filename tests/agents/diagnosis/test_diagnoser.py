@@ -148,3 +148,43 @@ def test_toolbox_results_carry_an_explicit_status() -> None:
     for name in ("recent_changes", "golden_signals", "promql_query"):
         args = {"query": "up"} if name == "promql_query" else {}
         assert bare.call(name, args).status is Status.NO_DATA
+
+
+class _Refusing:
+    """A reader whose pod list fails with `error`; every other read answers."""
+
+    def __init__(self, inner: FakeCluster, error: Exception) -> None:
+        self._inner = inner
+        self._error = error
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def pods(self, namespace: str, *, label_selector: str = "") -> object:
+        raise self._error
+
+
+def test_a_diagnosis_that_cannot_see_the_pods_is_not_made() -> None:
+    """The API not answering (timeout, refused connection) is not a finding: no diagnosis,
+    `SourcesUnavailable` instead, so the machine waits. RBAC refusing one read is a gap:
+    the diagnosis goes on with what it could read."""
+    import pytest
+
+    from agents.errors import Forbidden, SourcesUnavailable, TransientError
+
+    w = hotel()
+    faults.oom(w, "geo")
+
+    def diagnose(error: Exception) -> object:
+        return Diagnoser(
+            cluster=_Refusing(FakeCluster(w), error),  # type: ignore[arg-type]
+            metrics=FakeMetrics(w),
+            journal=FakeJournal(w),
+            clock=FixedClock(),
+        ).diagnose(incident(w, "geo"), [alert(w, "KubePodCrashLooping", "geo")])
+
+    with pytest.raises(SourcesUnavailable, match="pods: no answer"):
+        diagnose(TransientError("no answer within the deadline"))
+    d = diagnose(Forbidden("pods is forbidden"))
+    gaps = [e for e in d.evidence if e.source == "diagnosis"]  # type: ignore[attr-defined]
+    assert gaps and "pods is forbidden" in gaps[0].detail

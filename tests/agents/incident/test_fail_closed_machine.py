@@ -216,3 +216,47 @@ def test_an_incident_is_not_closed_while_an_alert_that_opened_it_fires_or_is_unk
     assert machine.drive(incident_id) is IncidentState.RESOLVED
     assert blind.lab.timeline(incident_id)[-1][1].endswith("still firing")
     assert machine.incident(incident_id).state.is_open
+
+
+def _waiting_notes(blind: Blind, incident_id: str) -> list[str]:
+    return [m for _, m in blind.lab.timeline(incident_id) if m.startswith("Waiting: cannot see")]
+
+
+def test_a_diagnosis_that_cannot_see_the_cluster_waits_and_diagnoses_when_it_answers(
+    make_blind: object,
+) -> None:
+    blind = make_blind(NeverApprove())  # type: ignore[operator]
+    blind.api.down_for(0)
+    fault("wrong-target-port").inject(blind.lab.world, app=HOTEL)
+    incident_id = step_until(blind, IncidentState.DIAGNOSING)
+    machine = blind.lab.brain.machine
+    for _ in range(3):  # every pass looks again; none concludes anything from the outage
+        assert machine.drive(incident_id) is IncidentState.DIAGNOSING
+    assert machine.diagnosis(incident_id) is None
+    [note] = _waiting_notes(blind, incident_id)
+    assert "connection refused" in note and "diagnosing again when it answers" in note
+
+    blind.api.end()
+    step_until(blind, IncidentState.AWAITING_APPROVAL)
+    diagnosis = machine.diagnosis(incident_id)
+    assert diagnosis is not None and diagnosis.top.service == "geo"
+    assert len(_waiting_notes(blind, incident_id)) == 1
+
+
+def test_a_diagnosis_blind_for_too_long_goes_to_a_person(make_blind: object) -> None:
+    from agents.incident.machine import BLIND_LIMIT
+
+    blind = make_blind(NeverApprove())  # type: ignore[operator]
+    blind.api.down_for(0)
+    fault("wrong-target-port").inject(blind.lab.world, app=HOTEL)
+    incident_id = step_until(blind, IncidentState.DIAGNOSING)
+    started = blind.lab.world.clock.now()
+    incident_id = step_until(
+        blind, IncidentState.ESCALATED, timeout_s=BLIND_LIMIT.total_seconds() + 120
+    )
+    assert blind.lab.world.clock.now() - started >= BLIND_LIMIT
+    assert blind.lab.brain.machine.diagnosis(incident_id) is None
+    assert blind.lab.brain.machine.transactions(incident_id) == []
+    escalated = [m for s, m in blind.lab.timeline(incident_id) if s == "escalated"]
+    assert escalated and "did not answer for 10 min" in escalated[0], escalated
+    assert len(_waiting_notes(blind, incident_id)) == 1

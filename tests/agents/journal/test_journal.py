@@ -320,3 +320,34 @@ def test_a_change_in_the_same_second_as_the_baseline(
     good = journal.last_known_good(HOTEL, "Deployment", "geo", before=change.at)
     assert good is not None
     assert good["spec"]["template"]["spec"]["containers"][0]["image"] == "hotel/geo:1.0"
+
+
+def test_a_sync_stops_when_the_api_does_not_answer(
+    store: Store, clock: LabClock, cluster: FakeCluster
+) -> None:
+    """A refusal of one kind (403, 404) skips that kind; an API that does not answer (a
+    timeout, a refused connection) ends the sync: each further list would wait out its own
+    deadline, ten kinds per namespace."""
+    from agents.errors import Forbidden, TransientError
+
+    journal = ChangeJournal(store=store, clock=clock, cluster="lab", namespaces=["hotel", "geo"])
+    asked: list[str] = []
+
+    class Answers:
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(cluster, name)
+
+        def list_objects(self, *, api_version: str, kind: str, namespace: str | None) -> object:
+            asked.append(kind)
+            if kind == "Service":
+                raise self.error
+            return cluster.list_objects(api_version=api_version, kind=kind, namespace=namespace)
+
+    journal.sync(Answers(Forbidden("services is forbidden")))  # type: ignore[arg-type]
+    assert len(asked) == 2 * len(WATCHED_KINDS)
+    asked.clear()
+    journal.sync(Answers(TransientError("no answer within the deadline")))  # type: ignore[arg-type]
+    assert asked[-1] == "Service" and len(asked) < len(WATCHED_KINDS)
