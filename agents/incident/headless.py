@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from agents.detection.detector import Detector
 from agents.detection.events import Detection
 from agents.detection.scan import Scanner
+from agents.errors import StratusError
 from agents.incident.approvals import Approvals, Person, Verdict
 from agents.incident.machine import END, IncidentMachine
 from agents.journal import ChangeJournal
@@ -79,12 +80,21 @@ class HeadlessLoop:
         self._on_detection = on_detection
 
     def collect_alerts(self) -> list[Alert]:
+        """What the sources say is firing. A source that fails this step adds nothing (as
+        Alertmanager that cannot reach the bot sends nothing): no alert is inferred from an
+        outage, and none resolved by one — the detector resolves only what it is told."""
         alerts: list[Alert] = []
         if self._metrics is not None:
             for namespace in self._namespaces or (None,):
-                alerts.extend(self._metrics.firing_alerts(namespace))
+                try:
+                    alerts.extend(self._metrics.firing_alerts(namespace))
+                except StratusError as e:
+                    logger.warning("firing alerts of %s unavailable: %s", namespace, e)
         if self._scanner is not None:
-            alerts.extend(self._scanner.scan())
+            try:
+                alerts.extend(self._scanner.scan())
+            except StratusError as e:
+                logger.warning("scan unavailable: %s", e)
         return alerts
 
     def step(self) -> StepReport:

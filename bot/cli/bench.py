@@ -4,7 +4,7 @@ baselines.
     stratus bench [--suite DIR] [--agents stratus,naive,no-undo,no-retry] [--seed N]
                   [--scenario ID] [--jobs N] [--reasoner auto|offline|claude]
                   [--signals lab|otel|istio|linkerd|micrometer|ingress-nginx]
-                  [--plan-noise P | --sweep plan-noise=0,0.2,0.4]
+                  [--plan-noise P | --sweep plan-noise=0,0.2,0.4] [--chaos]
                   [--json PATH] [--markdown PATH] [--chart PATH]
 
 One progress line per run (scenario, agent, outcome, wall seconds) on stderr. The exit code is
@@ -18,6 +18,9 @@ profile of that name (the alert rules stay in the lab's names); the report says 
 way for every agent (`lab.bench.fallible`, documented in `lab/scenarios/README.md`); `--sweep
 plan-noise=…` runs the whole bench at each value and writes one report (JSON, Markdown, and a
 chart of the curves: healed without a page, collateral drift, harmful end states against P).
+`--chaos` switches outages on at seeded moments of every run (the Kubernetes API refusing or
+stalled, Prometheus down; `lab.bench.chaos`), the same for every agent, and counts the commits
+made on a sustain window an outage overlapped.
 
 This module is the composition root of the bench: the only place that joins `bot.config` to
 the lab. The lab is imported inside the command so that `stratus --help` stays fast.
@@ -129,6 +132,12 @@ def _write(path: Path, data: str | bytes) -> None:
     help="Probability that a proposed plan is replaced by a plausible wrong one (all agents).",
 )
 @click.option(
+    "--chaos",
+    is_flag=True,
+    default=False,
+    help="Outages (API refusing or stalled, Prometheus down) at seeded moments of every run.",
+)
+@click.option(
     "--sweep",
     "sweep_text",
     default=None,
@@ -165,6 +174,7 @@ def bench(
     reasoner: str,
     signals: str,
     plan_noise: float,
+    chaos: bool,
     sweep_text: str | None,
     json_path: Path | None,
     markdown_path: Path | None,
@@ -183,7 +193,7 @@ def bench(
         _sweep(
             suite,
             chosen,
-            BenchConfig(seed=seed, signals=signals),
+            BenchConfig(seed=seed, signals=signals, chaos=chaos),
             sweep_values,
             suite_name=str(directory),
             jobs=jobs,
@@ -197,13 +207,13 @@ def bench(
     click.echo(
         f"bench: {len(suite.scenarios)} scenario(s) × {len(chosen)} agent(s) = {total} run(s), "
         f"seed {seed}, {'offline' if model is None else model.name} reasoner, signal profile "
-        f"{signals}, plan noise {plan_noise:g}, {jobs} job(s)",
+        f"{signals}, plan noise {plan_noise:g}, {'chaos, ' if chaos else ''}{jobs} job(s)",
         err=True,
     )
     report = _run(
         suite,
         chosen,
-        BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise),
+        BenchConfig(seed=seed, signals=signals, plan_noise=plan_noise, chaos=chaos),
         suite_name=str(directory),
         model=model,
         jobs=jobs,

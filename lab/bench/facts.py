@@ -131,6 +131,9 @@ class RunFacts:
     faulted: tuple[str, ...] = ()
     #: What the fallible planner did, per plan it was asked for (`lab.bench.fallible`).
     plan_noise: tuple[str, ...] = ()
+    #: `--chaos`: each outage (`kind on–off s`), and the commits an outage left unmeasured.
+    outages: tuple[str, ...] = ()
+    unmeasured_commits: tuple[str, ...] = ()
     extra: JsonObject = field(default_factory=dict)
 
     @property

@@ -78,6 +78,11 @@ def summary_table(report: BenchReport) -> list[str]:
             lambda s: f"**{s.acted_when_wrong}**",
         ),
         ("Abstained (incident to a person, no write)", lambda s: str(s.abstained)),
+        ("Outages injected (`--chaos`)", lambda s: str(s.outages)),
+        (
+            "**Commits on an unmeasured window** (`--chaos`)",
+            lambda s: f"**{s.unmeasured_commits}**",
+        ),
         ("Escalations", lambda s: str(s.escalations)),
         ("Rollbacks", lambda s: str(s.rollbacks)),
         ("Transactions / writes", lambda s: f"{s.attempts} / {s.actions}"),
@@ -149,7 +154,11 @@ def left_behind(report: BenchReport) -> list[str]:
         runs = [
             r
             for r in report.results[name]
-            if r.pages or r.collateral_drift or r.writes_outside_truth or r.plan_noise
+            if r.pages
+            or r.collateral_drift
+            or r.writes_outside_truth
+            or r.plan_noise
+            or r.unmeasured_commits
         ]
         lines.append(f"### `{name}`")
         lines.append("")
@@ -161,6 +170,9 @@ def left_behind(report: BenchReport) -> list[str]:
             lines.append(f"- **{r.id}** ({r.expect}) — {heal}; {r.pages} page(s)")
             for line in r.plan_noise:
                 lines.append(f"  - plan noise: {_cell(line)}")
+            for line in r.unmeasured_commits:
+                outages = _cell("; ".join(r.outages))
+                lines.append(f"  - committed unmeasured: {_cell(line)} (outages: {outages})")
             for line in r.collateral_drift[:6]:
                 lines.append(f"  - drift: {_cell(line)}")
             if len(r.collateral_drift) > 6:
@@ -240,7 +252,8 @@ def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str
         "",
         f"Suite `{report.suite}`: {scenarios} scenarios; agents {names}; seed {report.seed}; "
         f"reasoner {report.reasoner}; signal profile `{report.signals}`; wall time "
-        f"{report.wall_s:.0f} s; plan noise {report.settings.get('plan_noise', 0.0):g}. Lab "
+        f"{report.wall_s:.0f} s; plan noise {report.settings.get('plan_noise', 0.0):g}"
+        f"{'; chaos (outages at seeded moments)' if report.settings.get('chaos') else ''}. Lab "
         "times are lab seconds from the first fault. How each figure is scored: "
         "`lab/scenarios/README.md`.",
         "",

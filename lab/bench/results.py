@@ -61,6 +61,9 @@ class RunResult:
     healed_without_page: bool = False  # expect: mitigated, mitigated, no page
     writes_outside_truth: tuple[str, ...] = ()  # writes on objects outside the ground truth
     plan_noise: tuple[str, ...] = ()  # what the fallible planner did, per plan asked for
+    # `--chaos` (lab.bench.chaos)
+    outages: tuple[str, ...] = ()  # each outage: "kind on–off s"
+    unmeasured_commits: tuple[str, ...] = ()  # commits with an outage in their sustain window
     # bookkeeping
     events: tuple[str, ...] = ()  # what the faults and the noise did, with their lab times
     outcome: str = ""
@@ -112,6 +115,8 @@ class AgentSummary:
     rollbacks: int
     acted_when_wrong: int  # runs
     abstained: int  # runs
+    outages: int  # injected by --chaos, over every run
+    unmeasured_commits: int  # commits with an outage in their sustain window
     # beyond the required figures
     mitigated_rate_undoable: float  # expect: mitigated only
     escalated_rate_unfixable: float  # expect: escalated only

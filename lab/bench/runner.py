@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
+from agents.errors import ClusterError, StratusError
 from agents.model import IncidentState
+from lab.bench.chaos import plan_outages, unmeasured_commits
 from lab.bench.drift import changed, collateral, snapshot
 from lab.bench.errors import ScenarioRunError
 from lab.bench.facts import OracleSample, RunFacts, healthy_at
@@ -200,6 +202,7 @@ class Runner:
             self._schedule(step.at, partial(self._inject, step), f"fault {step.fault}")
         for noise in self.scenario.noise:
             self._schedule(noise.at, partial(self._noise, noise), f"noise {noise.kind}")
+        self._plan_chaos()
         self.clock.on_tick(self._on_tick)
         control = self.loaded.expect.value == "no-incident"
         quiet_since: float | None = None
@@ -229,8 +232,26 @@ class Runner:
                     end_reason = f"incidents ended; observed {self.config.observe_s:g}s more"
                     break
             self.clock.sleep(min(self.config.step_s, max(limits.total - now, 1.0)))
+        if self.session.chaos is not None:
+            self.session.chaos.off(self.clock.now())
         self._measure_boundaries(final=True)
         return self._facts(end_reason)
+
+    def _plan_chaos(self) -> None:
+        """`--chaos`: the run's outages, from the first fault's time (the start of a control)."""
+        chaos = self.session.chaos
+        if chaos is None:
+            return
+        real = [step.at for step in self.scenario.faults if step.fault != "no-fault"]
+        for outage in plan_outages(self.config.seed, self.scenario.id, min(real, default=0.0)):
+            self._call_at(
+                outage.at_s,
+                partial(lambda kind: chaos.on(kind, self.clock.now()), outage.kind),
+                f"chaos {outage.kind.value} on",
+            )
+            self._call_at(
+                outage.end_s, lambda: chaos.off(self.clock.now()), f"chaos {outage.kind.value} off"
+            )
 
     def _after_step(self) -> None:
         store = self.session.store
@@ -274,11 +295,14 @@ class Runner:
                 waiting = pending.settled_at is None or window < limits.sustain_s
                 if waiting and not final:
                     continue
-                severity = self.session.brain.meter.measure(
-                    tx.scope,
-                    window_s=int(max(limits.poll_s, min(window, limits.sustain_s))),
-                    alerts_since=since,
-                )
+                try:
+                    severity = self.session.brain.meter.measure(
+                        tx.scope,
+                        window_s=int(max(limits.poll_s, min(window, limits.sustain_s))),
+                        alerts_since=since,
+                    )
+                except StratusError:  # an outage (--chaos): measured when it is over
+                    continue
                 self.state.boundary[tx.id] = _Measured(mu=severity.mu, at=now)
 
     def _written_workloads(self, transaction_id: str) -> frozenset[str]:
@@ -291,7 +315,10 @@ class Runner:
     def _converged(self, names: frozenset[str]) -> bool:
         if not names:
             return True
-        states = self.session.cluster.workloads(self.session.namespace)
+        try:
+            states = self.session.cluster.workloads(self.session.namespace)
+        except ClusterError:  # an outage (--chaos): not known to have converged
+            return False
         return all(w.converged for w in states if w.name in names)
 
     # ------------------------------------------------------------------------ facts
@@ -310,6 +337,7 @@ class Runner:
             faulted=self.state.faulted,
         )
         fallible = self.session.fallible
+        outages, unmeasured = self._chaos_facts()
         harmful = [
             f"{key} is deleted or scaled to zero at the end"
             for key in self._zeroed()
@@ -330,7 +358,23 @@ class Runner:
             drift=tuple(drift),
             faulted=tuple(sorted({f"{kind}/{name}" for kind, name, _ in self.state.faulted})),
             plan_noise=tuple(fallible.log) if fallible is not None else (),
+            outages=outages,
+            unmeasured_commits=unmeasured,
         )
+
+    def _chaos_facts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """`--chaos`: the outages, and the commits one of them left unmeasured."""
+        chaos = self.session.chaos
+        if chaos is None:
+            return (), ()
+        machine = self.session.brain.machine
+        transactions = [
+            tx
+            for row in self.session.store.incidents.list_by_state(*ALL_STATES)
+            for tx in machine.transactions(row.id)
+        ]
+        found = unmeasured_commits(transactions, chaos.log, sustain_s=self.config.limits.sustain_s)
+        return chaos.describe(self.elapsed), tuple(found)
 
 
 def _kind_name(target: str) -> tuple[str, str]:

@@ -155,6 +155,8 @@ def score_run(loaded: LoadedScenario, agent: str, facts: RunFacts, *, wall_s: fl
         healed_without_page=aftermath.healed_without_page,
         writes_outside_truth=aftermath.writes_outside_truth,
         plan_noise=facts.plan_noise,
+        outages=facts.outages,
+        unmeasured_commits=facts.unmeasured_commits,
         events=(
             *(f"{i.at_s:.0f}s: {i.fault}: {'; '.join(i.changes)}" for i in facts.injections),
             *facts.noise,

@@ -14,18 +14,25 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import urlparse
+
+import yaml
 
 from agents.adapters.kubernetes_cluster import KubernetesCluster
+from agents.deadlines import CallDeadline
 from agents.diagnosis import LanguageModel
 from agents.incident.headless import HeadlessLoop, auto_approve
 from agents.model import Scope
 from agents.planning.plan import Planner
 from agents.policy import build_policy
+from agents.ports import MetricsSource
 from agents.tnr import TnrLimits
 from agents.wiring import Brain, build_brain
 from lab.alerts import LabAlerts, attach_alerts
 from lab.bench.agents import AgentSpec
+from lab.bench.chaos import Chaos
 from lab.bench.fallible import FalliblePlanner, PlanNoise
+from lab.outages import FaultProxy, SwitchableMetrics
 from lab.sim.world import LabWorld, WorldConfig
 from storage import Store
 from storage.migrations import upgrade
@@ -58,6 +65,23 @@ class BenchConfig:
     #: The probability that the planner's proposal is replaced by a plausible wrong one, per
     #: plan asked for (`lab.bench.fallible`); 0: the planner as it is.
     plan_noise: float = 0.0
+    #: Outages at seeded moments of every run (`lab.bench.chaos`).
+    chaos: bool = False
+
+
+#: With `--chaos` the client gets one try of 2 s: a stalled API costs wall time per call.
+CHAOS_DEADLINE = CallDeadline(timeout_s=2.0, attempts=1)
+
+
+def _chaos(world: LabWorld, alerts: LabAlerts, kubeconfig: Path) -> Chaos:
+    """Put a fault proxy between the session's client and the lab's API (the kubeconfig is
+    rewritten to name it) and a switchable source in front of the metrics."""
+    upstream = urlparse(world.cluster.url)
+    proxy = FaultProxy((upstream.hostname or "127.0.0.1", upstream.port or 80)).start()
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = proxy.url
+    kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+    return Chaos(proxy, SwitchableMetrics(alerts.metrics))
 
 
 class Session:
@@ -72,6 +96,7 @@ class Session:
         loop: HeadlessLoop,
         namespace: str,
         fallible: FalliblePlanner | None = None,
+        chaos: Chaos | None = None,
     ) -> None:
         self.world = world
         self.alerts = alerts
@@ -81,6 +106,7 @@ class Session:
         self.loop = loop
         self.namespace = namespace
         self.fallible = fallible
+        self.chaos = chaos
         self.scope = Scope(cluster=CLUSTER_NAME, namespace=namespace)
 
     @classmethod
@@ -109,11 +135,19 @@ class Session:
         cluster: KubernetesCluster | None = None
         store: Store | None = None
         fallible: FalliblePlanner | None = None
+        chaos: Chaos | None = None
         try:
             world.wait_healthy()
             world.advance(config.warmup_s)
             alerts = attach_alerts(world)
-            cluster = KubernetesCluster.connect(kubeconfig=kubeconfig, cluster_name=CLUSTER_NAME)
+            metrics: MetricsSource = alerts.metrics
+            deadline = None
+            if config.chaos:
+                chaos = _chaos(world, alerts, kubeconfig)
+                metrics, deadline = chaos.metrics, CHAOS_DEADLINE
+            cluster = KubernetesCluster.connect(
+                kubeconfig=kubeconfig, cluster_name=CLUSTER_NAME, deadline=deadline
+            )
             url = f"sqlite:///{workdir / 'stratus.db'}"
             upgrade(url)
             store = Store.connect(url)
@@ -132,7 +166,7 @@ class Session:
                 store=store,
                 reader=cluster,
                 writer=cluster,
-                metrics=alerts.metrics,
+                metrics=metrics,
                 clock=world.clock,
                 namespaces=[app],
                 policy=policy,
@@ -150,7 +184,7 @@ class Session:
                 detector=brain.detector,
                 clock=world.clock,
                 reader=cluster,
-                metrics=alerts.metrics,
+                metrics=metrics,
                 scanner=brain.scanner,
                 journal=brain.journal,
                 approver=auto_approve,
@@ -162,6 +196,8 @@ class Session:
                 cluster.close()
             if store is not None:
                 store.close()
+            if chaos is not None:
+                chaos.proxy.stop()
             world.stop()
             raise
         return cls(
@@ -173,9 +209,12 @@ class Session:
             loop=loop,
             namespace=app,
             fallible=fallible,
+            chaos=chaos,
         )
 
     def close(self) -> None:
+        if self.chaos is not None:
+            self.chaos.proxy.stop()
         self.cluster.close()
         self.store.close()
         self.world.stop()

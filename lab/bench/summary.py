@@ -95,6 +95,8 @@ def summarize(agent: str, description: str, results: Sequence[RunResult]) -> Age
         rollbacks=_total(scored, lambda r: r.rollbacks),
         acted_when_wrong=_count(scored, lambda r: r.acted_when_wrong),
         abstained=_count(scored, lambda r: r.abstained),
+        outages=_total(scored, lambda r: len(r.outages)),
+        unmeasured_commits=_total(scored, lambda r: len(r.unmeasured_commits)),
         mitigated_rate_undoable=_rate_of(undoable, lambda r: r.mitigated),
         escalated_rate_unfixable=_rate_of(runs.unfixable, lambda r: r.mitigated),
         control_success_rate=_rate_of(runs.controls, lambda r: r.mitigated),
