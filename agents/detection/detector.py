@@ -189,6 +189,23 @@ class Detector:
 
     def _process(self, alerts: list[Alert], run: _Run) -> None:
         now = self._clock.now()
+        ready, resolved = self._sort(alerts, run, now)
+        for scope in sorted(set(ready) | set(resolved), key=lambda s: s.key):
+            open_row = self._store.incidents.find_open_by_group_key(scope.key)
+            if open_row is not None:
+                self._update(open_row, ready.get(scope, []), resolved.get(scope, []), run)
+                continue
+            for alert in resolved.get(scope, []):
+                self._record_loose(alert, scope, Disposition.RECORDED, run)
+            opening = self._opening(scope, ready.get(scope, []), run, now)
+            if opening:
+                self._open(scope, opening, run)
+
+    def _sort(
+        self, alerts: list[Alert], run: _Run, now: datetime
+    ) -> tuple[dict[Scope, list[tuple[Alert, Gate]]], dict[Scope, list[Alert]]]:
+        """Per scope: the firing alerts past their gate, and the resolved ones. Alerts out of
+        scope and those still pending are recorded as such."""
         ready: dict[Scope, list[tuple[Alert, Gate]]] = {}
         resolved: dict[Scope, list[Alert]] = {}
         for alert in alerts:
@@ -208,38 +225,35 @@ class Detector:
                 self._record_loose(alert, scope, Disposition.PENDING, run)
                 continue
             ready.setdefault(scope, []).append((alert, gate))
+        return ready, resolved
 
-        for scope in sorted(set(ready) | set(resolved), key=lambda s: s.key):
-            open_row = self._store.incidents.find_open_by_group_key(scope.key)
-            if open_row is not None:
-                self._update(open_row, ready.get(scope, []), resolved.get(scope, []), run)
+    def _opening(
+        self, scope: Scope, firing: list[tuple[Alert, Gate]], run: _Run, now: datetime
+    ) -> list[Alert]:
+        """The firing alerts of a scope with no open incident that open one: not a flap, not
+        a recurrence of a closed incident, not a repaired disruption still settling."""
+        closed = self._closures.recent(scope, now) if firing else []
+        repaired: Repaired | bool | None = False  # False: not read yet
+        opening = []
+        for alert, gate in firing:
+            if gate is Gate.HELD:
+                # A flap: it may join an open incident, but it does not open one.
+                self._gate.wait(alert)
+                self._record_loose(alert, scope, Disposition.HELD, run)
                 continue
-            for alert in resolved.get(scope, []):
-                self._record_loose(alert, scope, Disposition.RECORDED, run)
-            firing = ready.get(scope, [])
-            closed = self._closures.recent(scope, now) if firing else []
-            repaired: Repaired | bool | None = False  # False: not read yet
-            opening = []
-            for alert, gate in firing:
-                if gate is Gate.HELD:
-                    # A flap: it may join an open incident, but it does not open one.
-                    self._gate.wait(alert)
-                    self._record_loose(alert, scope, Disposition.HELD, run)
+            verdict = self._closures.judge(alert, closed, now, self._gate.resolved_after)
+            if verdict is not None:
+                self._belongs(alert, scope, verdict, run)
+                continue
+            if self._settling is not None:
+                if repaired is False and alert.fingerprint not in self._settled:
+                    repaired = self._settling.repaired(scope, now)
+                settled = self._settle(alert, scope, repaired, now)
+                if settled is not None:
+                    self._record_loose(alert, scope, settled, run)
                     continue
-                verdict = self._closures.judge(alert, closed, now, self._gate.resolved_after)
-                if verdict is not None:
-                    self._belongs(alert, scope, verdict, run)
-                    continue
-                if self._settling is not None:
-                    if repaired is False and alert.fingerprint not in self._settled:
-                        repaired = self._settling.repaired(scope, now)
-                    settled = self._settle(alert, scope, repaired, now)
-                    if settled is not None:
-                        self._record_loose(alert, scope, settled, run)
-                        continue
-                opening.append(alert)
-            if opening:
-                self._open(scope, opening, run)
+            opening.append(alert)
+        return opening
 
     def _settle(
         self, alert: Alert, scope: Scope, repaired: Repaired | bool | None, now: datetime

@@ -20,11 +20,12 @@ to hold.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agents.errors import ClusterError
-from agents.model import Scope
+from agents.model import PodState, Scope, WorkloadState
 from agents.ports import ClusterReader
 
 logger = logging.getLogger(__name__)
@@ -62,27 +63,33 @@ class Settling:
         first = min(born) + self._window
         best: Repaired | None = None
         for w in workloads:
-            if w.replicas == 0 or not w.converged:
-                continue
-            own = [
-                p
-                for p in pods
-                if p.labels and all(p.labels.get(k) == v for k, v in w.selector.items())
-            ]
-            if len(own) != w.replicas or any(
-                not p.ready or p.restart_count or p.created_at is None for p in own
-            ):
-                continue
-            youngest = max(p.created_at for p in own if p.created_at is not None)
-            if now - youngest >= self._window or youngest <= first:
-                continue
-            pod_owner = next(p.owner for p in own if p.created_at == youngest)
-            if self._rolled_out(scope, w.kind, w.name, pod_owner, youngest):
-                continue
-            found = Repaired(workload=w.name, began=youngest, settled_by=youngest + self._window)
-            if best is None or found.settled_by > best.settled_by:
+            found = self._repaired_workload(scope, w, pods, now, first)
+            if found is not None and (best is None or found.settled_by > best.settled_by):
                 best = found
         return best
+
+    def _repaired_workload(
+        self,
+        scope: Scope,
+        w: WorkloadState,
+        pods: Sequence[PodState],
+        now: datetime,
+        first: datetime,
+    ) -> Repaired | None:
+        """The workload's disruption if it repaired itself: converged, every pod ready with no
+        restart, its youngest pod a recent replacement of the same template."""
+        if w.replicas == 0 or not w.converged:
+            return None
+        own = _selected(w, pods)
+        if len(own) != w.replicas or not all(_fresh(p) for p in own):
+            return None
+        youngest = max(p.created_at for p in own if p.created_at is not None)
+        if now - youngest >= self._window or youngest <= first:
+            return None
+        pod_owner = next(p.owner for p in own if p.created_at == youngest)
+        if self._rolled_out(scope, w.kind, w.name, pod_owner, youngest):
+            return None
+        return Repaired(workload=w.name, began=youngest, settled_by=youngest + self._window)
 
     def _rolled_out(
         self, scope: Scope, kind: str, name: str, owner: str | None, born: datetime
@@ -101,3 +108,13 @@ class Settling:
         if revision is None or revision.created_at is None:
             return True
         return born - revision.created_at < self._window
+
+
+def _selected(workload: WorkloadState, pods: Sequence[PodState]) -> list[PodState]:
+    selector = workload.selector.items()
+    return [p for p in pods if p.labels and all(p.labels.get(k) == v for k, v in selector)]
+
+
+def _fresh(pod: PodState) -> bool:
+    """Ready, never restarted, with a known start: a pod that replaced one and is fine."""
+    return pod.ready and not pod.restart_count and pod.created_at is not None

@@ -171,16 +171,7 @@ class Diagnoser:
         and a summary that says so when the cluster could not be read."""
         obs = facts.obs
         if tied is None:  # another reasoner's ranking: a tie is a tie whoever ranked it
-            tied = tied_services(
-                ((h.service, h.confidence) for h in diagnosis.hypotheses),
-                margin=offline.TIE,
-                related={
-                    frozenset((a, b))
-                    for a in {h.service for h in diagnosis.hypotheses}
-                    for b in {h.service for h in diagnosis.hypotheses}
-                    if a != b and (lies_below(obs, a, b) or lies_below(obs, b, a))
-                },
-            )
+            tied = _ties(diagnosis, obs)
         assessment = Assessment(
             unhealthy=tuple(unhealthy),
             tied=tied,
@@ -353,6 +344,22 @@ def _suspect(h: HypothesisAnswer, namespace: str) -> Suspect | None:
         current=s.current,
         last_known_good=s.last_known_good,
         reason="named by the model",
+    )
+
+
+def _ties(diagnosis: Diagnosis, obs: Observations) -> tuple[str, ...]:
+    """Services the hypotheses rank about equally, unless one lies below the other on the
+    failing path (then the ranking between them is the path's, not a tie)."""
+    services = {h.service for h in diagnosis.hypotheses}
+    return tied_services(
+        ((h.service, h.confidence) for h in diagnosis.hypotheses),
+        margin=offline.TIE,
+        related={
+            frozenset((a, b))
+            for a in services
+            for b in services
+            if a != b and (lies_below(obs, a, b) or lies_below(obs, b, a))
+        },
     )
 
 

@@ -33,33 +33,20 @@ _TAINT = re.compile(r"untolerated taint \{([^:{}]+):\s*([^{}]*)\}")
 
 def node_taint(facts: Facts, service: str) -> Iterator[Candidate]:
     """Nodes gained a taint after the workload's pods were placed ⇒ the node is misconfigured."""
-    s = facts.symptoms[service]
-    texts = list(s.unschedulable) + [
-        e.message for e in facts.events(service) if e.reason == "FailedScheduling"
-    ]
-    match = next((m for m in map(_TAINT.search, texts) if m), None)
-    if match is None:
+    found = _untolerated_taint(facts, service)
+    if found is None:
         return
-    key, value = match.group(1).strip(), match.group(2).strip()
+    key, value, texts = found
     tainted = [n for n in facts.obs.nodes if any(_is(t, key, value) for t in n.taints)]
     if not tainted:
         return
     names = {n.name for n in tainted}
-    placed = [
-        p for p in facts.obs.pods.get(service, ()) if p.node in names and p.phase == "Running"
-    ]
-    evicted = [e for e in facts.events(service) if e.reason == "TaintManagerEviction"]
-    if not placed and not evicted:
+    how = _placed_before_the_taint(facts, service, names)
+    if how is None:
         return  # nothing shows the taint is newer than the workload
     if facts.touched(None, service, r"toleration"):
         return  # the workload's tolerations changed: the pod template rule owns that
-    node = sorted(names)[0]
     taint = next(t for t in tainted[0].taints if _is(t, key, value))
-    how = (
-        f"{placed[0].name} still runs on {placed[0].node}"
-        if placed
-        else f"its pods were evicted by the taint ({len(evicted)} eviction event(s))"
-    )
     yield Candidate(
         service=service,
         category=VIRT_MISCONFIG,
@@ -73,12 +60,37 @@ def node_taint(facts: Facts, service: str) -> Iterator[Candidate]:
         keys=(*facts.keys(service, "pods", "events"), "nodes"),
         suspect=Suspect(
             kind="Node",
-            name=node,
+            name=sorted(names)[0],
             field="spec.taints",
             current=taint,
             reason=texts[0],
         ),
     )
+
+
+def _untolerated_taint(facts: Facts, service: str) -> tuple[str, str, list[str]] | None:
+    """The taint the scheduler names (key, value) and the messages it read them from."""
+    s = facts.symptoms[service]
+    texts = list(s.unschedulable) + [
+        e.message for e in facts.events(service) if e.reason == "FailedScheduling"
+    ]
+    match = next((m for m in map(_TAINT.search, texts) if m), None)
+    if match is None:
+        return None
+    return match.group(1).strip(), match.group(2).strip(), texts
+
+
+def _placed_before_the_taint(facts: Facts, service: str, names: set[str]) -> str | None:
+    """How the workload's pods show they were on the tainted nodes first (None: they don't)."""
+    placed = [
+        p for p in facts.obs.pods.get(service, ()) if p.node in names and p.phase == "Running"
+    ]
+    if placed:
+        return f"{placed[0].name} still runs on {placed[0].node}"
+    evicted = [e for e in facts.events(service) if e.reason == "TaintManagerEviction"]
+    if evicted:
+        return f"its pods were evicted by the taint ({len(evicted)} eviction event(s))"
+    return None
 
 
 def _is(taint: str, key: str, value: str) -> bool:
