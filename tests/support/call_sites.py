@@ -53,7 +53,7 @@ CLIENT_IMPORTS = {
     "storage/db.py": "database rule (sqlite3 for its error type and the WAL pragma)",
     "bot/doctor.py": "operator command: `stratus doctor` probes (see OPERATOR_COMMANDS)",
     "bot/cli/lab_commands.py": "operator command: talks to the local lab, not a service",
-    "bot/runtime.py": "socket: the HTTP server's listening socket",
+    "bot/socket_close.py": "socket: shuts Slack's Socket Mode socket down to wake its reader",
     "bot/services.py": "socket: the replica's host name",
     "bot/http/endpoints.py": "aiohttp server: requests Stratus answers, not calls it makes",
     "bot/http/server.py": "aiohttp server: requests Stratus answers, not calls it makes",
