@@ -217,9 +217,10 @@ class RulePlanner:
             candidates[0].content_hash[:12],
             candidates[0].hypothesis,
         )
+        untested = _restore_untried(considered, reflection.tried(attempts), self.k_for(incident))
         return Proposal(
             candidates=tuple(candidates),
-            reflection=reflection.reflect(attempts, candidates[0]),
+            reflection=reflection.reflect(attempts, candidates[0], untested),
         )
 
     # ------------------------------------------------------------------------ steps
@@ -271,8 +272,9 @@ class RulePlanner:
         turn — and whatever a refuted attempt points at (its hypothesis, the objects it
         changed) last."""
         seen = reflection.tried(attempts)
-        doubted = reflection.doubted(attempts)
-        touched = reflection.doubted_targets(attempts)
+        untested = _restore_untried(considered, seen, k)
+        doubted = reflection.doubted(attempts, untested)
+        touched = reflection.doubted_targets(attempts, untested)
         ranked: list[tuple[bool, bool, int, int, int, CandidatePlan]] = []
         if (together := _together(considered, k)) is not None:
             doubt = any(a.target in touched for a in together.actions)
@@ -420,6 +422,22 @@ def _marked(candidate: CandidatePlan, held: tuple[str, ...]) -> CandidatePlan:
     if suggestions:
         reasons.append(f"it writes a value {NOT_SEEN}: a person must confirm it")
     return replace(candidate, suggestions=suggestions, held=tuple(reasons))
+
+
+def _restore_untried(considered: list[_Considered], seen: set[str], k: int) -> set[str]:
+    """Hypotheses with a restore (put back the change they blame) none of which has been
+    tried: nothing has tested them yet, whatever else was tried under their name."""
+    untested = set()
+    for c in considered:
+        restores = [
+            reflection.signature(part.actions)
+            for draft in c.options.drafts
+            if draft.tier is Tier.RESTORE
+            for part in _parts(draft, k)
+        ]
+        if restores and not any(r in seen for r in restores):
+            untested.add(c.label)
+    return untested
 
 
 def _together(considered: list[_Considered], k: int) -> CandidatePlan | None:

@@ -9,7 +9,10 @@ Three lessons are drawn from the attempts of an incident:
   (or rose) says its hypothesis is probably wrong: that hypothesis's other plans — and any
   plan that changes the same objects again — move behind those of the next hypotheses. One
   that failed for another reason (a write, the deadline) refutes nothing: the next plan of
-  the same hypothesis comes next.
+  the same hypothesis comes next. Nor does a plan that was not the hypothesis's test: while
+  the hypothesis names a change that can be put back and that restore has not been tried,
+  a failed scale-up, restart or wrong value says the *action* was wrong, not the
+  hypothesis (the restore is its test, and it comes next).
 * **Say why.** The proposal carries a sentence per attempt — what ran, how it ended, the
   figures and what still failed — and why the next plan differs.
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from agents.actions import Action, RolloutRestart, action_to_json
@@ -55,15 +58,24 @@ def refuted(attempt: Attempt) -> bool:
     return o.kind is OutcomeKind.ABORTED and o.mu_after is not None and o.mu_after >= o.mu_before
 
 
-def doubted(attempts: Sequence[Attempt]) -> set[str]:
-    """Hypotheses a refuted attempt rested on."""
-    return {a.plan.hypothesis for a in attempts if refuted(a)}
+def doubted(attempts: Sequence[Attempt], untested: Set[str] = frozenset()) -> set[str]:
+    """Hypotheses a refuted attempt rested on, but not those in `untested` (their restore
+    has not been tried: a refuted plan of theirs was not their test)."""
+    return {a.plan.hypothesis for a in attempts if refuted(a)} - untested
 
 
-def doubted_targets(attempts: Sequence[Attempt]) -> set[ObjectRef]:
+def doubted_targets(
+    attempts: Sequence[Attempt], untested: Set[str] = frozenset()
+) -> set[ObjectRef]:
     """Objects a refuted attempt changed: putting them back did not help, so another
-    hypothesis's plan for the same object is unlikely to either."""
-    return {action.target for a in attempts if refuted(a) for action in a.plan.actions}
+    hypothesis's plan for the same object is unlikely to either. Not the objects of an
+    attempt that did not test its hypothesis (see `doubted`)."""
+    return {
+        action.target
+        for a in attempts
+        if refuted(a) and a.plan.hypothesis not in untested
+        for action in a.plan.actions
+    }
 
 
 def still_failing(validation: Mapping[str, Any], limit: int = 2) -> list[str]:
@@ -110,8 +122,13 @@ def attempt_line(number: int, attempt: Attempt) -> str:
     return f"{number}. {_describe(plan.actions)} [{plan.hypothesis}] → {ended(attempt)}"
 
 
-def reflect(attempts: Sequence[Attempt], chosen: CandidatePlan | None) -> str:
-    """One paragraph: each attempt and how it ended, then why the next plan is this one."""
+def reflect(
+    attempts: Sequence[Attempt],
+    chosen: CandidatePlan | None,
+    untested: Set[str] = frozenset(),
+) -> str:
+    """One paragraph: each attempt and how it ended, then why the next plan is this one.
+    `untested`: hypotheses whose restore has not been tried (see `doubted`)."""
     if not attempts:
         return ""
     sentences = [
@@ -122,7 +139,12 @@ def reflect(attempts: Sequence[Attempt], chosen: CandidatePlan | None) -> str:
         return " ".join(sentences)
     last = attempts[-1]
     nxt = f"{chosen.hypothesis}: {_describe(chosen.actions)}"
-    if refuted(last) and chosen.hypothesis != last.plan.hypothesis:
+    if refuted(last) and last.plan.hypothesis in untested:
+        why = (
+            f"That did not help, but it did not test {last.plan.hypothesis}: the change it "
+            f"blames has not been put back yet; trying {nxt}."
+        )
+    elif refuted(last) and chosen.hypothesis != last.plan.hypothesis:
         why = f"That did not help, so {last.plan.hypothesis} looks wrong; trying {nxt} instead."
     elif refuted(last):
         why = (

@@ -257,3 +257,34 @@ def test_reflection_is_empty_on_the_first_attempt() -> None:
     scene = Scene.of(hotel(), lambda w: faults.pod_kill(w, "profile", caller="frontend"))
     _, proposal = propose(scene, "frontend", now=NOW)
     assert proposal.reflection == ""
+
+
+def test_a_refuted_plan_that_was_not_the_hypothesis_test_does_not_refute_it() -> None:
+    """A scale-up under "geo's new image is bad" that did not help says nothing of the image:
+    the rollback that tests the hypothesis has not run, so it comes next — not the next
+    hypothesis, and not behind the object the scale-up touched. Once the rollback itself is
+    refuted, the hypothesis is doubted as before."""
+    from agents.actions import ScaleWorkload
+
+    scene, diagnosis = _image_then_port()
+    _, before = propose(scene, "frontend", diagnosis=diagnosis)
+    rollback = before.candidates[0]
+    assert kinds(rollback) == ["rollback"]
+    scale_up = replace(
+        rollback,
+        actions=(ScaleWorkload(target=rollback.actions[0].target, replicas=2, from_replicas=1),),
+    )
+    wrong = attempt(
+        scale_up, OutcomeKind.ABORTED, mu_before=4, mu_after=6, reason="μ rose from 4 to 6"
+    )
+    _, after = propose(scene, "frontend", diagnosis=diagnosis, attempts=[wrong])
+    assert after.candidates[0].content_hash == rollback.content_hash
+    assert "looks wrong" not in after.reflection
+    assert "did not test geo: application/code_defect" in after.reflection
+
+    tested = attempt(
+        rollback, OutcomeKind.ABORTED, mu_before=4, mu_after=6, reason="μ rose from 4 to 6"
+    )
+    _, then = propose(scene, "frontend", diagnosis=diagnosis, attempts=[wrong, tested])
+    assert kinds(then.candidates[0]) == ["patch_service"]
+    assert "geo: application/code_defect looks wrong" in then.reflection
