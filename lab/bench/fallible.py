@@ -41,13 +41,13 @@ from agents.actions import (
     ScaleWorkload,
     SetConfigMapKeys,
     SetImage,
-    actions_hash,
 )
 from agents.diagnosis.assessment import Assessment
 from agents.diagnosis.ports import JournalView
 from agents.model import Diagnosis, Incident, KubeObject
 from agents.planning.context import Context
 from agents.planning.plan import Attempt, CandidatePlan, Planner, Proposal
+from agents.planning.reflection import signature
 from agents.ports import ClusterReader
 
 logger = logging.getLogger(__name__)
@@ -220,8 +220,9 @@ class FalliblePlanner:
 
 def _digest(ctx: Context, actions: Sequence[Action]) -> str:
     """The hash of what `actions` would do: "the previous revision" named by its number, so
-    that a rollback to it and to its number are one plan."""
-    return actions_hash(tuple(_explicit(ctx, a) for a in actions))
+    that a rollback to it and to its number are one plan, and a restart's stamp left out, so
+    that a restart at another time is the same plan (as reflection's "never twice" has it)."""
+    return signature(tuple(_explicit(ctx, a) for a in actions))
 
 
 def _explicit(ctx: Context, action: Action) -> Action:

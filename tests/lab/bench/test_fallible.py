@@ -115,3 +115,33 @@ def test_a_tried_plan_is_never_offered_again() -> None:
     for _ in range(6):
         again = noisy.plan(scene.incident("search"), diagnosis, tried, now=NOW)
         assert actions_hash(again.candidates[0].actions) != wrong.content_hash
+
+
+def test_a_restart_tried_at_another_time_is_never_offered_again() -> None:
+    """A restart's stamp is the time it was made: the same restart later is the same plan
+    (reflection's "never twice"), so the noise does not offer it again either."""
+    from dataclasses import replace
+
+    from agents.planning.reflection import signature
+
+    scene = _scene()
+    diagnosis = scene.diagnose("search")
+    noisy = _noisy(scene, 1.0)
+    restarts = []
+    for seed in range(40):
+        noisy = _noisy(scene, 1.0, seed=seed)
+        wrong = noisy.plan(scene.incident("search"), diagnosis, [], now=NOW).candidates[0]
+        if [a.kind for a in wrong.actions] == ["rollout_restart"]:
+            restarts.append((seed, wrong))
+    assert restarts, "some seed draws a restart"
+    seed, wrong = restarts[0]
+    earlier = replace(
+        wrong,
+        actions=tuple(replace(a, stamp="2026-01-05T08:00:00+00:00") for a in wrong.actions),
+    )
+    tried = [attempt(earlier, OutcomeKind.ABORTED)]
+    for _ in range(6):
+        again = _noisy(scene, 1.0, seed=seed).plan(
+            scene.incident("search"), diagnosis, tried, now=NOW
+        )
+        assert signature(again.candidates[0].actions) != signature(wrong.actions)
