@@ -44,6 +44,11 @@ class MetricsError(StratusError):
     pass
 
 
+class MetricsUnavailable(MetricsError):
+    """The metrics source gave no answer (connection refused, timed out): unlike a refused
+    query or a profile that fits nothing, retrying later may succeed."""
+
+
 class QueryError(MetricsError):
     """A query the metrics source refused. The message quotes the query so a model can fix it."""
 

@@ -41,7 +41,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from agents.errors import MetricsError
+from agents.errors import MetricsUnavailable
 from agents.ports import MetricsSource
 
 
@@ -259,7 +259,7 @@ class SwitchableMetrics:
     def _check(self) -> None:
         if self.down:
             self.refused += 1
-            raise MetricsError(
+            raise MetricsUnavailable(
                 "Prometheus at http://prometheus.lab:9090 is unreachable: connection refused"
             )
 

@@ -44,7 +44,7 @@ from agents.adapters.signal_profiles import (
     unreadable,
 )
 from agents.deadlines import CallDeadline
-from agents.errors import MetricsError, QueryError
+from agents.errors import MetricsError, MetricsUnavailable, QueryError
 from agents.model import Alert, AlertStatus, GoldenSignals, Series, SeriesPoint
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class PrometheusMetrics:
         self._failed_discoveries = 0
         self._next_discovery = 0.0
         self._discovery_problem = ""
+        self._discovery_unavailable = False
         self._discovery_lock = threading.Lock()
         self.deadline = deadline or CallDeadline()
         retries = self.deadline.attempts - 1
@@ -126,15 +127,16 @@ class PrometheusMetrics:
             if self._profile is not None:
                 return self._profile
             if time.monotonic() < self._next_discovery:
-                raise MetricsError(self._discovery_problem)
+                raise self._discovery_error()
             configured = self.configured_profile
             try:
                 names = self._metric_names()
             except MetricsError as e:
                 self._discovery_failed(
-                    f"signal profile {configured}: cannot list metric names: {e}"
+                    f"signal profile {configured}: cannot list metric names: {e}",
+                    unavailable=isinstance(e, MetricsUnavailable),
                 )
-                raise MetricsError(self._discovery_problem) from e
+                raise self._discovery_error() from e
             if isinstance(self._configured, SignalProfile):
                 found: SignalProfile | None = self._configured
                 absent = sorted(set(self._configured.identify) - set(names))
@@ -159,8 +161,15 @@ class PrometheusMetrics:
             self._profile = found
             return found
 
-    def _discovery_failed(self, problem: str) -> None:
+    def _discovery_error(self) -> MetricsError:
+        """The last discovery's failure, as the kind of error its cause was."""
+        if self._discovery_unavailable:
+            return MetricsUnavailable(self._discovery_problem)
+        return MetricsError(self._discovery_problem)
+
+    def _discovery_failed(self, problem: str, *, unavailable: bool = False) -> None:
         self._discovery_problem = problem
+        self._discovery_unavailable = unavailable
         pause = min(self._rediscover_s, 2.0**self._failed_discoveries)
         self._failed_discoveries += 1
         self._next_discovery = time.monotonic() + pause
@@ -190,7 +199,7 @@ class PrometheusMetrics:
 
     def _unreachable(self, error: Exception) -> MetricsError:
         d = self.deadline
-        return MetricsError(
+        return MetricsUnavailable(
             f"Prometheus at {self._url} gave no answer within the deadline "
             f"({d.attempts} tries of {d.timeout_s:g}s): {error}"
         )

@@ -39,7 +39,7 @@ from agents.diagnosis.state import (
     pod_symptoms,
     short_reason,
 )
-from agents.errors import MetricsError, QueryError, StratusError, TransientError
+from agents.errors import MetricsUnavailable, StratusError, TransientError
 from agents.model import (
     Alert,
     AlertStatus,
@@ -62,10 +62,9 @@ T = TypeVar("T")
 
 
 def _no_answer(error: StratusError) -> bool:
-    """The source did not answer, as opposed to answering no."""
-    return isinstance(error, TransientError) or (
-        isinstance(error, MetricsError) and not isinstance(error, QueryError)
-    )
+    """The source did not answer, as opposed to answering no (a refusal, a bad query, a
+    signal profile that fits nothing: those are gaps a diagnosis goes on with)."""
+    return isinstance(error, TransientError | MetricsUnavailable)
 
 
 class Collector:

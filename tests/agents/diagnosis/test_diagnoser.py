@@ -188,3 +188,40 @@ def test_a_diagnosis_that_cannot_see_the_pods_is_not_made() -> None:
     d = diagnose(Forbidden("pods is forbidden"))
     gaps = [e for e in d.evidence if e.source == "diagnosis"]  # type: ignore[attr-defined]
     assert gaps and "pods is forbidden" in gaps[0].detail
+
+
+class _MetricsFailing:
+    def __init__(self, inner: FakeMetrics, error: Exception) -> None:
+        self._inner = inner
+        self._error = error
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def golden_signals(self, *args: object, **kwargs: object) -> object:
+        raise self._error
+
+
+def test_prometheus_unreachable_is_not_a_finding_but_a_profile_that_fits_nothing_is_a_gap() -> None:
+    """Prometheus giving no answer: no diagnosis (the machine waits). Prometheus answering
+    that the signal profile fits nothing: a gap, and the diagnosis goes on without signals
+    (the loop must still reach a plan or an escalation: waiting would never end)."""
+    import pytest
+
+    from agents.errors import MetricsError, MetricsUnavailable, SourcesUnavailable
+
+    w = hotel()
+    faults.oom(w, "geo")
+
+    def diagnose(error: Exception) -> object:
+        return Diagnoser(
+            cluster=FakeCluster(w),
+            metrics=_MetricsFailing(FakeMetrics(w), error),  # type: ignore[arg-type]
+            journal=FakeJournal(w),
+            clock=FixedClock(),
+        ).diagnose(incident(w, "geo"), [alert(w, "KubePodCrashLooping", "geo")])
+
+    with pytest.raises(SourcesUnavailable, match="golden signals"):
+        diagnose(MetricsUnavailable("Prometheus gave no answer within the deadline"))
+    d = diagnose(MetricsError("signal profile lab: Prometheus has no http_requests_total"))
+    assert d.top.service == "geo"  # type: ignore[attr-defined]

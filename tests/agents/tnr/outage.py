@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.errors import MetricsError, TransientError
+from agents.errors import MetricsUnavailable, TransientError
 from agents.ports import Clock
 
 
@@ -69,4 +69,4 @@ class FlakyCluster(_Flaky):
 class FlakyMetrics(_Flaky):
     """A `MetricsSource` that fails every query during the outage."""
 
-    _error = MetricsError
+    _error = MetricsUnavailable
