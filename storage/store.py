@@ -11,6 +11,7 @@ from storage.repos import (
     ApprovalRepository,
     AuditRepository,
     DiagnosisRepository,
+    InboxRepository,
     IncidentRepository,
     JournalRepository,
     PlanRepository,
@@ -32,6 +33,7 @@ class Store:
     audit: AuditRepository
     journal: JournalRepository
     slack_messages: SlackMessageRepository
+    inbox: InboxRepository
     locks: WriterLocks
 
     @classmethod
@@ -47,6 +49,7 @@ class Store:
             audit=AuditRepository(db),
             journal=JournalRepository(db),
             slack_messages=SlackMessageRepository(db),
+            inbox=InboxRepository(db),
             locks=WriterLocks(db),
         )
 

@@ -27,6 +27,7 @@ class Disposition(StrEnum):
     LAGGING = "lagging"  # read over a window that still reaches back before the last close
     UNSCOPED = "unscoped"  # no namespace label: no scope to open an incident in
     IGNORED = "ignored"  # a namespace Stratus does not cover
+    QUEUED = "queued"  # received by a follower replica: in the inbox for the leader to ingest
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,6 +4,7 @@ database transaction and returns detached rows (or frozen values), never a live 
 from storage.repos.approvals import ApprovalRepository
 from storage.repos.audit import AuditRepository
 from storage.repos.diagnoses import DiagnosisRepository
+from storage.repos.inbox import InboxRepository
 from storage.repos.incidents import IncidentRepository
 from storage.repos.journal import JournalRepository
 from storage.repos.plans import PlanRepository
@@ -15,6 +16,7 @@ __all__ = [
     "ApprovalRepository",
     "AuditRepository",
     "DiagnosisRepository",
+    "InboxRepository",
     "IncidentRepository",
     "JournalRepository",
     "ObjectKey",

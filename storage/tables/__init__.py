@@ -10,7 +10,7 @@ from storage.tables.incidents import (
     TimelineEventRow,
 )
 from storage.tables.plans import ApprovalRow, PlanRow
-from storage.tables.records import SCHEDULER_JOBS_TABLE, AuditRow, JournalEntryRow
+from storage.tables.records import SCHEDULER_JOBS_TABLE, AuditRow, InboxRow, JournalEntryRow
 from storage.tables.transactions import TransactionRow, UndoEntryRow, WriterLockRow
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "ApprovalRow",
     "AuditRow",
     "DiagnosisRow",
+    "InboxRow",
     "IncidentAlertRow",
     "IncidentRow",
     "JournalEntryRow",

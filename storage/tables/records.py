@@ -30,6 +30,18 @@ class AuditRow(SQLModel, table=True):
     detail: dict[str, Any] = json_field()
 
 
+class InboxRow(SQLModel, table=True):
+    """Alerts a follower replica received, waiting for the leader to ingest them: only the
+    leader runs detection, so a webhook call that lands on a follower is recorded, not lost."""
+
+    __tablename__: ClassVar[str] = "alert_inbox"
+
+    id: int | None = Field(default=None, primary_key=True)
+    cluster: str = Field(index=True)
+    received_at: datetime = utc_field()
+    alerts: list[dict[str, Any]] = json_field(list_default=True)
+
+
 class JournalEntryRow(SQLModel, table=True):
     """One observed change of a watched object (who changed what, and when)."""
 

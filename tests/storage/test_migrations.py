@@ -36,6 +36,7 @@ TABLES = {
     "change_journal",
     "slack_messages",
     "apscheduler_jobs",
+    "alert_inbox",
 }
 
 
@@ -60,7 +61,7 @@ def tables(url: str) -> set[str]:
 def test_upgrade_from_empty_matches_the_models(empty_url: str) -> None:
     assert current(empty_url) is None
     upgrade(empty_url)
-    assert current(empty_url) == head() == "0002"
+    assert current(empty_url) == head() == "0003"
     assert tables(empty_url) == TABLES | {"alembic_version"}
     assert schema_diff(empty_url) == []
 
@@ -210,3 +211,26 @@ def test_threads_of_one_process_migrate_one_at_a_time(empty_url: str) -> None:
         t.join(timeout=90)
     assert errors == []
     assert current(empty_url) == head()
+
+
+def test_the_inbox_keeps_alerts_per_cluster_until_removed(database_url: str) -> None:
+    from datetime import UTC, datetime
+
+    from storage import Store
+
+    upgrade(database_url)
+    store = Store.connect(database_url)
+    try:
+        at = datetime(2026, 12, 5, tzinfo=UTC)
+        first = store.inbox.put("prod", [{"fingerprint": "a"}], at)
+        store.inbox.put("staging", [{"fingerprint": "b"}], at)
+        second = store.inbox.put("prod", [{"fingerprint": "c"}, {"fingerprint": "d"}], at)
+        assert store.inbox.take("prod") == [
+            (first, [{"fingerprint": "a"}]),
+            (second, [{"fingerprint": "c"}, {"fingerprint": "d"}]),
+        ]
+        store.inbox.remove([first])
+        assert [i for i, _ in store.inbox.take("prod")] == [second]
+        assert store.inbox.count("staging") == 1
+    finally:
+        store.close()
