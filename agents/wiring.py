@@ -47,6 +47,7 @@ class Brain:
     machine: IncidentMachine
     approvals: Approvals
     namespaces: tuple[str, ...]
+    cluster: str = ""  # the cluster's name: incidents of other clusters share the store
 
 
 def build_brain(
@@ -164,4 +165,5 @@ def build_brain(
         machine=machine,
         approvals=Approvals(machine),
         namespaces=tuple(namespaces),
+        cluster=reader.cluster_name,
     )

@@ -193,6 +193,42 @@ SETTINGS: tuple[Setting, ...] = (
         "a transaction only once its writer has not renewed it for this long.",
     ),
     Setting(
+        name="STRATUS_LEADER_ELECTION",
+        default="on",
+        meaning="`on`: replicas elect a leader on a Kubernetes Lease, and only the leader runs "
+        "the scan, watches, digests, approval expiry and recovery; every replica serves Slack "
+        "and the webhook. `off` only for one replica that may not touch leases.",
+    ),
+    Setting(
+        name="STRATUS_LEADER_NAMESPACE",
+        default=None,
+        meaning="Namespace of the leader Lease (default: the pod's own namespace, else `default`).",
+    ),
+    Setting(
+        name="STRATUS_LEADER_LEASE_NAME",
+        default="stratus-leader",
+        meaning="Name of the leader Lease (one per cluster: each cluster's replicas elect "
+        "their own leader).",
+    ),
+    Setting(
+        name="STRATUS_LEADER_LEASE_S",
+        default="15",
+        meaning="Leader lease, seconds: a follower takes over once the leader has not renewed "
+        "it for this long.",
+    ),
+    Setting(
+        name="STRATUS_LEADER_RENEW_DEADLINE_S",
+        default="10",
+        meaning="A leader that could not renew its lease for this long stops leading and "
+        "exits (must be below the lease).",
+    ),
+    Setting(
+        name="STRATUS_LEADER_RETRY_S",
+        default="2",
+        meaning="How often the leader renews and a follower tries to lead, seconds (below the "
+        "renew deadline).",
+    ),
+    Setting(
         name="ANTHROPIC_API_KEY",
         default=None,
         meaning="Enables the Claude reasoner; unset uses the offline reasoner.",
@@ -309,6 +345,17 @@ class KubernetesSettings:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderSettings:
+    """Leader election among replicas (`agents.leadership`); None in `Settings` when off."""
+
+    namespace: str
+    lease_name: str
+    lease_s: float
+    renew_deadline_s: float
+    retry_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PrometheusSettings:
     url: str | None
     deadline: CallDeadline = field(default_factory=CallDeadline)
@@ -344,6 +391,7 @@ class Settings:
     log_level: str
     lock_lease_s: float = 30.0  # the writer lease every call under the lock must fit within
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
+    leader: LeaderSettings | None = None  # None: no election, this process does everything
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -572,7 +620,41 @@ def load_settings(values: Mapping[str, str] | None = None) -> Settings:
         log_level=level,
         lock_lease_s=lease_s,
         webhook=_webhook(r),
+        leader=_leader(r),
     )
+
+
+#: Where Kubernetes tells a pod its own namespace.
+POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _own_namespace() -> str:
+    try:
+        return POD_NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "default"
+    except OSError:
+        return "default"
+
+
+def _leader(r: _Reader) -> LeaderSettings | None:
+    switch = r.text("STRATUS_LEADER_ELECTION").lower()
+    if switch not in ("on", "off"):
+        raise SettingsError("STRATUS_LEADER_ELECTION", f"must be on or off, got {switch!r}")
+    if switch == "off":
+        return None
+    leader = LeaderSettings(
+        namespace=r.raw("STRATUS_LEADER_NAMESPACE") or _own_namespace(),
+        lease_name=r.text("STRATUS_LEADER_LEASE_NAME"),
+        lease_s=r.number("STRATUS_LEADER_LEASE_S", float, 2.0, 600.0),
+        renew_deadline_s=r.number("STRATUS_LEADER_RENEW_DEADLINE_S", float, 1.0, 600.0),
+        retry_s=r.number("STRATUS_LEADER_RETRY_S", float, 0.1, 60.0),
+    )
+    if not leader.retry_s < leader.renew_deadline_s < leader.lease_s:
+        raise SettingsError(
+            "STRATUS_LEADER_RENEW_DEADLINE_S",
+            f"must lie between STRATUS_LEADER_RETRY_S ({leader.retry_s:g}) and "
+            f"STRATUS_LEADER_LEASE_S ({leader.lease_s:g}), got {leader.renew_deadline_s:g}",
+        )
+    return leader
 
 
 def _signal_profile(r: _Reader) -> str:

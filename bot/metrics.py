@@ -8,7 +8,7 @@ even when a retry then succeeded).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -56,6 +56,19 @@ class BotMetrics:
             "stratus_alertmanager_webhooks",
             "Alertmanager webhook requests, by HTTP status answered",
             ["status"],
+            registry=r,
+        )
+
+        self.leader = Gauge(
+            "stratus_leader",
+            "1 while this replica leads (runs the scan, watches, digests, approval expiry and "
+            "recovery), 0 while it follows",
+            registry=r,
+        )
+        self.singleton_runs = Counter(
+            "stratus_singleton_runs",
+            "Passes of the leader-only periodic jobs run by this replica, by job",
+            ["job"],
             registry=r,
         )
 

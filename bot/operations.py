@@ -14,6 +14,9 @@ Every entry point returns at once and does its work in a lane (`bot.workers.Lane
   (`reply:<channel>:<user>`), so waiting for Slack's pacing never holds the plan's lane.
 * **Drives are coalesced**: asking to drive an incident that already has a drive waiting adds
   nothing.
+* **Only the leader drives and detects** (`leads`, from the leader election): a follower
+  records what it receives — alerts in the inbox, a decision in storage — and the leader's
+  `pickup`, every retry period, ingests the inbox and drives what a decision moved.
 
 Every decision's message goes back to the person as an ephemeral message (refusals included:
 the agents' `Approvals` has already written the audit record).
@@ -25,9 +28,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from agents.detection.events import Detection
+from agents.detection.inbox import AlertInbox
 from agents.incident.approvals import Verdict
 from agents.model import Alert, IncidentState, Scope, TransactionId
 from agents.tnr import TransactionEngine, Undoer, UndoResult, UndoStatus, recover
@@ -52,6 +56,11 @@ DecisionKey = tuple[str, str, str, str]
 #: How long a decision just made absorbs repeats of the same click.
 REPEAT_WINDOW_S = 2.0
 
+#: States a follower's decision leaves an incident in without driving it (an approval moves it
+#: to EXECUTING, a rejection to PLANNING, `/stratus declare` opens it DETECTED); the leader's
+#: pickup drives an open incident in one of them that it is not already driving.
+DECIDED = frozenset({IncidentState.DETECTED, IncidentState.PLANNING, IncidentState.EXECUTING})
+
 
 class IncidentOps:
     def __init__(
@@ -64,8 +73,12 @@ class IncidentOps:
         slack: SlackIO,
         metrics: BotMetrics,
         recovery_engine: TransactionEngine,
+        leads: Callable[[], bool] = lambda: True,
+        inbox: AlertInbox | None = None,
     ) -> None:
         self.brain = brain
+        self._leads = leads
+        self._inbox = inbox
         self._notifier = notifier
         self._lanes = lanes
         self._directory = directory
@@ -75,6 +88,7 @@ class IncidentOps:
         self._recovery_undoer = Undoer(recovery_engine)
         self._lock = threading.Lock()
         self._drives_waiting: set[str] = set()
+        self._driving: set[str] = set()
         #: decision → until when a repeat of it is absorbed (inf: waiting or running)
         self._decisions: dict[DecisionKey, float] = {}
         self.repeat_window_s = REPEAT_WINDOW_S
@@ -83,7 +97,10 @@ class IncidentOps:
 
     def ingest(self, alerts: Sequence[Alert]) -> Detection:
         """Alerts from a webhook (in the caller's thread: storage errors reach the caller, who
-        answers 503), then announce and drive what they opened."""
+        answers 503), then announce and drive what they opened. A follower queues them for
+        the leader instead (every alert's disposition is `queued`)."""
+        if self._inbox is not None and not self._leads():
+            return self._inbox.post(alerts)
         detection = self.brain.detector.ingest(alerts)
         self.after_detection(detection)
         return detection
@@ -110,7 +127,11 @@ class IncidentOps:
         return f"scope:{incident.scope.key}"
 
     def drive(self, incident_id: str) -> None:
-        """Advance the incident until it waits for a person or closes (coalesced)."""
+        """Advance the incident until it waits for a person or closes (coalesced). On a
+        follower, nothing: the leader's pickup drives it."""
+        if not self._leads():
+            logger.info("incident %s: left for the leader to drive", incident_id)
+            return
         with self._lock:
             if incident_id in self._drives_waiting:
                 return
@@ -119,13 +140,12 @@ class IncidentOps:
         def run() -> None:
             with self._lock:
                 self._drives_waiting.discard(incident_id)
-            machine = self.brain.machine
-            # `drive` does nothing for a waiting incident; `advance` checks its expiry.
-            waiting = machine.incident(incident_id).state is IncidentState.AWAITING_APPROVAL
-            if waiting and not machine.advance(incident_id).moved:
-                return
-            state = machine.drive(incident_id)
-            logger.info("incident %s driven to %s", incident_id, state)
+                self._driving.add(incident_id)
+            try:
+                self._drive_now(incident_id)
+            finally:
+                with self._lock:
+                    self._driving.discard(incident_id)
 
         self._lanes.submit(
             self._scope_lane(incident_id),
@@ -133,10 +153,30 @@ class IncidentOps:
             Origin(what=f"drive {incident_id}", incident_id=incident_id),
         )
 
+    def _drive_now(self, incident_id: str) -> None:
+        machine = self.brain.machine
+        # `drive` does nothing for a waiting incident; `advance` checks its expiry.
+        waiting = machine.incident(incident_id).state is IncidentState.AWAITING_APPROVAL
+        if waiting and not machine.advance(incident_id).moved:
+            return
+        state = machine.drive(incident_id)
+        logger.info("incident %s driven to %s", incident_id, state)
+
+    def pickup(self) -> None:
+        """The leader, every retry period: ingest what followers queued, and drive the open
+        incidents a follower's decision moved (`DECIDED`) that no drive here is handling."""
+        if self._inbox is not None:
+            self._inbox.drain(self.ingest)
+        for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
+            with self._lock:
+                busy = row.id in self._drives_waiting or row.id in self._driving
+            if not busy and IncidentState(row.state) in DECIDED:
+                self.drive(row.id)
+
     def resume(self) -> None:
         """At start: finish interrupted transactions, re-sync and drive every open incident."""
         self.recover()
-        for row in self.brain.store.incidents.list_open():
+        for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
             self._notifier.sync_later(row.id)
             self.drive(row.id)
 
@@ -145,14 +185,16 @@ class IncidentOps:
         drive every open incident (an expired approval is proposed again), and retry the
         Slack syncs that failed."""
         self.recover()
-        for row in self.brain.store.incidents.list_open():
+        for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
             self.drive(row.id)
         self._notifier.retry_failed()
 
     def recover(self) -> None:
         # A separate holder: a transaction running in this process holds its lease under
         # the main holder, so recovery sees it as busy instead of taking it over.
-        for result in recover(self._recovery_engine, self._recovery_undoer):
+        for result in recover(
+            self._recovery_engine, self._recovery_undoer, cluster=self.brain.cluster or None
+        ):
             logger.info(
                 "recovery of %s (%s): %s", result.transaction_id, result.was, result.message
             )

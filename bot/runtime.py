@@ -64,6 +64,7 @@ class BotRuntime:
             webhook_auth=WebhookAuth(settings=settings.webhook),
             bolt=app if http_mode else None,
             slack_gate=SlackGate(settings.slack.signing_secret or "") if http_mode else None,
+            leadership=self.leadership,
         )
         if not settings.webhook.configured:
             logger.warning(
@@ -95,6 +96,16 @@ class BotRuntime:
             )
             self._socket.connect()  # type: ignore[no-untyped-call]
         logger.info("stratus is running (%s mode)", settings.slack.mode.value)
+
+    def leadership(self) -> Mapping[str, object]:
+        """`/readyz`'s `leader`: this replica, whether it leads, the lease's holder."""
+        status = self.services.leadership()
+        return {
+            "identity": status.identity,
+            "leading": status.leading,
+            "holder": status.holder,
+            "token": status.token,
+        }
 
     def readiness(self) -> Mapping[str, str]:
         """Each check's reason for not being ready ("" when it is): the bot can write to its

@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -54,9 +55,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.cache.cluster_cache import ClusterCache
 from agents.clock import SystemClock
+from agents.detection.inbox import AlertInbox
 from agents.diagnosis import ClaudeSettings, LanguageModel
 from agents.errors import ClusterError, MetricsError
 from agents.journal import JournalWatcher
+from agents.leadership import LeaderElector, Leadership, LeaseConfig
 from agents.model import IncidentId
 from agents.policy import Policy, default_policy, load_policy
 from agents.ports import Clock, MetricsSource
@@ -108,6 +111,9 @@ class Options:
     #: Seconds Bolt waits for a listener's ack() (Slack allows 3). Only a harness whose
     #: workspace waits longer raises it, so a starved CI thread does not lose a click.
     ack_timeout_s: int = 3
+    #: Called once when this replica stops leading (`stratus run` exits then, so that its
+    #: restart starts clean); the singleton work has already stopped.
+    on_lost_leadership: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,6 +140,8 @@ class Services:
     slack_lanes: Lanes
     scheduler: BackgroundScheduler
     journal_watcher: JournalWatcher | None
+    inbox: AlertInbox
+    leader: LeaderElector | None = None  # None: leader election off, this process leads
     _state: dict[str, bool] = field(default_factory=dict)
 
     @property
@@ -141,18 +149,53 @@ class Services:
         return self.brain.namespaces
 
     def start(self) -> None:
-        """Start the background work: the scheduler's jobs, the journal's watches, and the
-        resumption of every open incident."""
+        """Start the background work. With leader election, campaign first (synchronously
+        once, so a lone replica leads before `start` returns) and run the singleton work —
+        the scheduler's jobs, the journal's watches, the cache, the resumption of every open
+        incident — only while leading; every replica serves Slack and the webhook."""
         if self._state.get("started"):
             return
         self._state["started"] = True
+        if self.leader is None:
+            self._lead(0)
+        else:
+            self.leader.start()
+        logger.info(
+            "stratus started: cluster %s, namespaces %s, %s mode, %s%s",
+            self.cluster.cluster_name,
+            ", ".join(self.namespaces) or "(none)",
+            self.settings.slack.mode.value,
+            self.settings.slack.channel_mode.value,
+            ""
+            if self.leader is None
+            else f", {self.leadership().identity} {'leads' if self.leads() else 'follows'}",
+        )
+
+    def leads(self) -> bool:
+        return self.leader is None or self.leader.leading
+
+    def leadership(self) -> Leadership:
+        if self.leader is None:
+            holder = self.options.holder or "this process"
+            return Leadership(identity=holder, leading=True, holder=holder, token=None)
+        return self.leader.status()
+
+    def _lead(self, token: int) -> None:
+        """Become the leader: start the singleton work."""
+        if self._state.get("closed") or self._state.get("leading"):
+            return
+        self._state["leading"] = True
         ops, options = self.incidents, self.options
+        self.metrics.leader.set(1)
         self.scheduler.start(paused=True)
         if self.settings.scan_interval_s > 0:
-            every(self.scheduler, "scan", self.settings.scan_interval_s, ops.scan)
+            self._every("scan", self.settings.scan_interval_s, ops.scan)
         else:
-            every(self.scheduler, "detector-tick", options.housekeeping_interval_s, ops.tick)
-        every(self.scheduler, "housekeeping", options.housekeeping_interval_s, ops.housekeeping)
+            self._every("detector-tick", options.housekeeping_interval_s, ops.tick)
+        self._every("housekeeping", options.housekeeping_interval_s, ops.housekeeping)
+        if self.leader is not None:
+            self._every("pickup", self.leader.config.retry_s, ops.pickup)
+            logger.info("leading with fencing token %d: starting the singleton work", token)
         self._schedule_digests()
         if self.journal_watcher is not None:
             self.journal_watcher.start()  # first: it follows the cache's watches from their list
@@ -160,13 +203,33 @@ class Services:
             self.cache.start(self.namespaces)  # warm: the first scan finds them synced
         ops.resume()
         self.scheduler.resume()
-        logger.info(
-            "stratus started: cluster %s, namespaces %s, %s mode, %s",
-            self.cluster.cluster_name,
-            ", ".join(self.namespaces) or "(none)",
-            self.settings.slack.mode.value,
-            self.settings.slack.channel_mode.value,
-        )
+
+    def _every(self, name: str, seconds: float, job: Callable[[], object]) -> None:
+        """A leader-only periodic job: fenced (a leader whose renewal is overdue skips the
+        pass) and counted (`stratus_singleton_runs`)."""
+        leader, runs = self.leader, self.metrics.singleton_runs.labels(job=name)
+
+        def fenced() -> None:
+            if leader is not None and not leader.fenced():
+                logger.info("%s skipped: this replica no longer surely leads", name)
+                return
+            runs.inc()
+            job()
+
+        every(self.scheduler, name, seconds, fenced)
+
+    def _step_down(self) -> None:
+        """No longer the leader: stop the singleton work at once (a follower may take over
+        after the lease), then tell the process."""
+        self.metrics.leader.set(0)
+        if self._state.pop("leading", False):
+            if self.scheduler.running:
+                self.scheduler.shutdown(wait=False)
+            if self.journal_watcher is not None:
+                self.journal_watcher.signal_stop()
+        hook = self.options.on_lost_leadership
+        if hook is not None and not self._state.get("closed"):
+            hook()
 
     def _schedule_digests(self) -> None:
         """Digest jobs live in the persistent job store."""
@@ -189,6 +252,8 @@ class Services:
         if self._state.get("closed"):
             return
         self._state["closed"] = True
+        if self.leader is not None:
+            self.leader.stop()  # releases the lease: a follower takes over within its retry
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         if self.journal_watcher is not None:
@@ -417,6 +482,14 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         holder=f"{holder}/recovery",
         limits=brain.engine.limits,
     )
+    journal_watcher = (
+        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30, cache=cache)
+        if options.journal and namespaces
+        else None
+    )
+    inbox = AlertInbox(store, cluster=cluster.cluster_name, clock=clock)
+    services_ref: list[Services] = []
+    leader = _elector(settings, cluster, holder, services_ref)
     incidents = IncidentOps(
         brain=brain,
         notifier=notifier,
@@ -425,13 +498,10 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         slack=slack,
         metrics=metrics,
         recovery_engine=recovery_engine,
+        leads=(lambda: leader.leading) if leader is not None else (lambda: True),
+        inbox=inbox,
     )
-    journal_watcher = (
-        JournalWatcher(journal=brain.journal, watcher=cluster, timeout_s=30, cache=cache)
-        if options.journal and namespaces
-        else None
-    )
-    return Services(
+    services = Services(
         settings=settings,
         options=options,
         clock=clock,
@@ -454,6 +524,39 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
         slack_lanes=slack_lanes,
         scheduler=build_scheduler(store),
         journal_watcher=journal_watcher,
+        inbox=inbox,
+        leader=leader,
+    )
+    services_ref.append(services)
+    return services
+
+
+def _elector(
+    settings: Settings, cluster: KubernetesCluster, holder: str, services: list[Services]
+) -> LeaderElector | None:
+    """The elector, its callbacks bound to the `Services` built after it (`services[0]`)."""
+    leader = settings.leader
+    if leader is None:
+        return None
+
+    def started(token: int) -> None:
+        services[0]._lead(token)
+
+    def stopped() -> None:
+        services[0]._step_down()
+
+    return LeaderElector(
+        cluster,
+        LeaseConfig(
+            namespace=leader.namespace,
+            name=leader.lease_name,
+            lease_s=leader.lease_s,
+            renew_deadline_s=leader.renew_deadline_s,
+            retry_s=leader.retry_s,
+        ),
+        identity=holder,
+        on_started=started,
+        on_stopped=stopped,
     )
 
 

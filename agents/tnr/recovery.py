@@ -49,12 +49,17 @@ def recover(
     *,
     only: TransactionId | None = None,
     wait_s: float = 0.0,
+    cluster: str | None = None,
 ) -> list[Recovered]:
     """Finish interrupted transactions whose scope no live writer holds. `wait_s`: how long
-    to wait for a dead writer's lease to expire (at start-up, its lease outlives it)."""
+    to wait for a dead writer's lease to expire (at start-up, its lease outlives it).
+    `cluster`: only that cluster's (the store may be shared by the bots of several clusters,
+    and each can reach only its own)."""
     results: list[Recovered] = []
     for tx in engine.ledger.interrupted():
         if only is not None and tx.id != only:
+            continue
+        if cluster is not None and tx.scope.cluster != cluster:
             continue
         lock = engine.lock(tx.scope, wait_s=wait_s)
         last = engine.ledger.last_lease(tx.scope)

@@ -58,18 +58,23 @@ def run() -> None:
     configure_logging(settings.log_level, secrets=secrets)
 
     from bot.runtime import BotRuntime
-    from bot.services import build_services
+    from bot.services import Options, build_services
+
+    stop = threading.Event()
+    lost = threading.Event()
+
+    def on_lost_leadership() -> None:
+        lost.set()
+        stop.set()
 
     try:
-        services = build_services(settings)
+        services = build_services(settings, Options(on_lost_leadership=on_lost_leadership))
     except SettingsError as e:
         _fail(f"invalid setting {e}", EXIT_USAGE)
     except PolicyError as e:
         _fail(f"invalid policy: {e}", EXIT_USAGE)
     except (StartupError, StorageError) as e:
         _fail(f"cannot start: {e}", EXIT_FAILED)
-
-    stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         stop.set()
@@ -91,4 +96,10 @@ def run() -> None:
         stop.wait()
     finally:
         runtime.stop()
+    if lost.is_set():
+        # Kubernetes restarts the container; the new process is a follower until it wins.
+        _fail(
+            "stopped leading (the leader lease was lost); exiting so a restart starts clean",
+            EXIT_FAILED,
+        )
     click.echo("stratus: stopped", err=True)

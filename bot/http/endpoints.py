@@ -56,6 +56,8 @@ class Endpoints:
     webhook_auth: WebhookAuth
     bolt: App | None = None  # HTTP mode only
     slack_gate: SlackGate | None = None  # HTTP mode only
+    #: Who this replica is and who leads, for `/readyz` (a follower is ready: it serves).
+    leadership: Callable[[], Mapping[str, object]] | None = None
 
     def application(self, *, webhook: bool = True, others: bool = True) -> web.Application:
         """The routes: the webhook, the others (health, readiness, metrics, Slack), or both.
@@ -120,6 +122,8 @@ class Endpoints:
         checks = {name: not reason for name, reason in reasons.items()}
         ready = all(checks.values())
         body: dict[str, object] = {"ready": ready, "checks": checks}
+        if self.leadership is not None:
+            body["leader"] = dict(self.leadership())
         if not ready:
             body["reasons"] = {name: reason for name, reason in reasons.items() if reason}
         return web.json_response(body, status=200 if ready else 503)

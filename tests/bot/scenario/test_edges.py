@@ -181,10 +181,14 @@ def test_readiness_needs_a_database_write(make_lab: MakeLab) -> None:
     """Reads still work while another process holds the write lock: the bot cannot act, so it
     is not ready (it waits its busy timeout, then says why)."""
     lab = make_lab()
-    assert json.loads(call(lab, "GET", "/readyz")[1]) == {
+    answer = json.loads(call(lab, "GET", "/readyz")[1])
+    assert {k: answer[k] for k in ("ready", "checks")} == {
         "ready": True,
         "checks": {"database": True, "slack": True},
     }
+    # The only replica leads: /readyz says who holds the cluster's lease.
+    assert answer["leader"]["leading"] is True
+    assert answer["leader"]["holder"] == answer["leader"]["identity"]
     other = sqlite3.connect(lab.tmp / "stratus.db", isolation_level=None)
     try:
         other.execute("BEGIN IMMEDIATE")

@@ -96,7 +96,9 @@ def test_webhook_health_readiness_and_metrics(make_lab: MakeLab) -> None:
     assert call(lab, "GET", "/healthz") == (200, b'{"status": "ok"}')
     status, body = call(lab, "GET", "/readyz")
     assert status == 200
-    assert json.loads(body) == {"ready": True, "checks": {"database": True, "slack": True}}
+    answer = json.loads(body)
+    assert answer["ready"] is True and answer["checks"] == {"database": True, "slack": True}
+    assert answer["leader"]["leading"] is True, answer
 
     status, answer = post_alerts(lab, b"{not json")
     assert status == 400 and answer["error"].startswith("$: not valid JSON")
@@ -120,6 +122,7 @@ def test_webhook_health_readiness_and_metrics(make_lab: MakeLab) -> None:
     assert 'stratus_alertmanager_webhooks_total{status="400"} 2.0' in metrics
     assert 'stratus_alertmanager_webhooks_total{status="200"}' in metrics
     assert 'stratus_incidents_opened_total{source="alertmanager"} 1.0' in metrics
+    assert "stratus_leader 1.0" in metrics  # the only replica leads
     for name in (
         "stratus_transactions_total",
         "stratus_undo_total",
