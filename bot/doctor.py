@@ -118,6 +118,12 @@ READ_PERMISSIONS: tuple[Permission, ...] = (
     _p("policy", "poddisruptionbudgets", "list watch", "budgets that block evictions; the journal"),
 )
 
+#: Leader election (`agents.leadership`): one Lease in the bot's own namespace, never in a
+#: covered one — read it, create it the first time, renew or take it over by PUT.
+LEADER_PERMISSIONS: tuple[Permission, ...] = (
+    _p("coordination.k8s.io", "leases", "get create update", "the leader lease (replicas)"),
+)
+
 #: Write verbs per way an action writes. A catalog action replaces its target (PUT: update),
 #: except these, which delete it (its controller is the inverse).
 _DELETING_ACTIONS = frozenset({"delete_pod"})
@@ -232,8 +238,10 @@ def check_kubernetes(
     *,
     reads: Iterable[Permission] = READ_PERMISSIONS,
     writes: Iterable[Permission] | None = None,
+    lease_namespace: str | None = None,
 ) -> list[Check]:
-    """One check for the reads and one for the writes, each listing every missing verb."""
+    """One check for the reads and one for the writes, each listing every missing verb — and
+    one for the leader lease in `lease_namespace` when leader election is on."""
     if reviewer is None:
         return [
             Check(
@@ -243,12 +251,18 @@ def check_kubernetes(
             )
         ]
     checks = []
-    for label, permissions in (("reads", reads), ("writes", writes or write_permissions())):
+    groups: list[tuple[str, Iterable[Permission], Sequence[str]]] = [
+        ("reads", reads, namespaces),
+        ("writes", writes or write_permissions(), namespaces),
+    ]
+    if lease_namespace:
+        groups.append(("leader election", LEADER_PERMISSIONS, (lease_namespace,)))
+    for label, permissions, spaces in groups:
         missing: list[str] = []
         checked = 0
         try:
             for permission in permissions:
-                where: Sequence[str | None] = namespaces if permission.namespaced else (None,)
+                where: Sequence[str | None] = spaces if permission.namespaced else (None,)
                 for namespace in where:
                     for verb in permission.verbs:
                         checked += 1
@@ -279,7 +293,10 @@ def check_kubernetes(
                     verdict=Verdict.PROBLEM,
                     detail="not allowed: " + "; ".join(missing),
                     fix=f"apply the RBAC of {RBAC_HINT}, with a RoleBinding in every covered "
-                    "namespace",
+                    "namespace"
+                    if label != "leader election"
+                    else f"apply the stratus-leader Role of {RBAC_HINT} in {lease_namespace}, "
+                    "or set STRATUS_LEADER_ELECTION=off for a single replica",
                 )
             )
         else:

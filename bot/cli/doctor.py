@@ -100,7 +100,8 @@ def run_checks(settings: Settings) -> list[Check]:
         )
     try:
         reviewer = SelfSubjectAccessReviews(cluster) if cluster is not None else None
-        checks += check_kubernetes(reviewer, namespaces)
+        lease = settings.leader.namespace if settings.leader is not None else None
+        checks += check_kubernetes(reviewer, namespaces, lease_namespace=lease)
     finally:
         if cluster is not None:
             cluster.close()

@@ -26,6 +26,7 @@ from agents.actions import action_kinds
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from bot.cli.doctor import doctor
 from bot.doctor import (
+    LEADER_PERMISSIONS,
     READ_PERMISSIONS,
     SLACK_BOT_EVENTS,
     SLACK_BOT_SCOPES,
@@ -114,13 +115,19 @@ def test_rbac_grants_exactly_what_the_reads_and_the_catalog_need() -> None:
         ("ClusterRoleBinding", "stratus-write-nodes"),
         ("RoleBinding", "stratus-read"),
         ("RoleBinding", "stratus-write"),
+        ("RoleBinding", "stratus-leader"),
     }
-    for (kind, _), binding in bindings.items():
+    for (kind, role), binding in bindings.items():
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "stratus", "namespace": "stratus"}
         ]
         if kind == "RoleBinding":
-            assert binding["metadata"]["namespace"] == NS
+            # The lease lives in Stratus's own namespace; everything else in covered ones.
+            assert binding["metadata"]["namespace"] == ("stratus" if role == "stratus-leader" else NS)
+    # The leader Role is namespaced (a Role, not a ClusterRole) and grants only the lease.
+    [leader] = [d for d in documents if d["kind"] == "Role"]
+    assert leader["metadata"] == {"name": "stratus-leader", "namespace": "stratus"}
+    assert _role_grants({"l": leader}, "l") == grants(list(LEADER_PERMISSIONS))
     settings = next(d for d in _documents(BASE / "configmap.yaml") if d["kind"] == "ConfigMap")
     assert settings["data"]["STRATUS_NAMESPACES"] == NS
 
@@ -343,6 +350,21 @@ def test_kubernetes_with_everything_granted_asks_about_every_verb() -> None:
     assert (reads.verdict, writes.verdict) == (Verdict.OK, Verdict.OK)
     assert len(reviewer.asked) == len(everything([NS]))
     assert ("update", "", "nodes", None) in reviewer.asked  # cordon: cluster-wide
+
+
+def test_kubernetes_checks_the_leader_lease_in_its_own_namespace() -> None:
+    allowed = everything([NS])
+    allowed |= {("get", "coordination.k8s.io", "leases", "stratus")}
+    *_, lease = check_kubernetes(Grants(allowed), [NS], lease_namespace="stratus")
+    assert (lease.name, lease.verdict) == ("kubernetes leader election", Verdict.PROBLEM)
+    assert lease.detail == (
+        "not allowed: create leases.coordination.k8s.io in stratus — the leader lease "
+        "(replicas); update leases.coordination.k8s.io in stratus — the leader lease (replicas)"
+    )
+    assert "stratus-leader Role" in lease.fix and "STRATUS_LEADER_ELECTION=off" in lease.fix
+    allowed |= {(v, "coordination.k8s.io", "leases", "stratus") for v in ("create", "update")}
+    *_, lease = check_kubernetes(Grants(allowed), [NS], lease_namespace="stratus")
+    assert lease.verdict is Verdict.OK and lease.detail == "3 verbs allowed"
 
 
 class Unanswerable:

@@ -52,6 +52,7 @@ from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.cache.cluster_cache import ClusterCache
 from agents.errors import Conflict
 from agents.journal import WATCHED_KINDS
+from agents.leadership import LeaderElector, LeaseConfig
 from agents.model import KubeObject, ObjectRef, OutcomeKind, Scope
 from agents.severity import SeverityMeter
 from agents.tnr import TnrLimits, TransactionEngine, TransactionRequest, Undoer, UndoStatus
@@ -73,6 +74,7 @@ from storage.migrations import upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "manifests" / "kustomize" / "base" / "rbac.yaml"
+NAMESPACE = RBAC.with_name("namespace.yaml")
 NS = "hotel-reservation"
 SA = ("stratus", "stratus")
 USER = "system:serviceaccount:stratus:stratus"
@@ -81,7 +83,8 @@ SCOPE = Scope(cluster="lab", namespace=NS)
 
 
 def _rbac_documents() -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    """The shipped RBAC, after Stratus's own namespace (where the leader Role lives)."""
+    return [d for path in (NAMESPACE, RBAC) for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 @dataclass
@@ -571,3 +574,34 @@ def _engine_round_trip(world: LabWorld, bot: KubernetesCluster, store: Store) ->
     result = Undoer(engine).undo(outcome.transaction_id, actor="U0A")
     assert result.status is UndoStatus.UNDONE, result.message
     assert {ref: comparable(bot.get(ref).body) for ref in before} == before
+
+
+# ------------------------------------------------------------------------------- leader
+
+
+def test_the_leader_role_lets_replicas_elect_in_their_own_namespace_only(lab: Lab) -> None:
+    """The shipped `stratus-leader` Role, as the ServiceAccount: a replica creates and renews
+    the lease in `stratus`, and is refused a lease anywhere else (it then never leads)."""
+    events: list[str] = []
+
+    def elector(namespace: str) -> LeaderElector:
+        return LeaderElector(
+            lab.bot,
+            LeaseConfig(namespace=namespace, lease_s=3, renew_deadline_s=2, retry_s=0.2),
+            identity=f"replica-in-{namespace}",
+            on_started=lambda token: events.append(f"leads in {namespace}"),
+            on_stopped=lambda: events.append(f"stops in {namespace}"),
+        )
+
+    home, elsewhere = elector("stratus"), elector(NS)
+    try:
+        home.start()
+        elsewhere.start()
+        assert home.leading and not elsewhere.leading
+        lease = lab.world.api.get("Lease", "stratus", "stratus-leader")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "replica-in-stratus"
+        assert lab.world.api.get("Lease", NS, "stratus-leader") is None
+    finally:
+        home.stop()
+        elsewhere.stop()
+    assert events == ["leads in stratus", "stops in stratus"]
