@@ -153,6 +153,17 @@ class LeaderElector:
             self._step_down("stopping")
             self._release()
 
+    def halt(self, timeout_s: float = 5.0) -> None:
+        """Stop campaigning without releasing the lease and without calling `on_stopped` —
+        what a killed process leaves behind. The others take over after the lease; used by
+        the failover tests and `benchmarks/failover.py`."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        with self._lock:
+            self._leading = False
+            self._stepped_down = True
+
     def status(self) -> Leadership:
         with self._lock:
             return Leadership(

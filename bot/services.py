@@ -207,16 +207,27 @@ class Services:
     def _every(self, name: str, seconds: float, job: Callable[[], object]) -> None:
         """A leader-only periodic job: fenced (a leader whose renewal is overdue skips the
         pass) and counted (`stratus_singleton_runs`)."""
-        leader, runs = self.leader, self.metrics.singleton_runs.labels(job=name)
+        gate = self._gate(name)
 
         def fenced() -> None:
-            if leader is not None and not leader.fenced():
-                logger.info("%s skipped: this replica no longer surely leads", name)
-                return
-            runs.inc()
-            job()
+            if gate():
+                job()
 
         every(self.scheduler, name, seconds, fenced)
+
+    def _gate(self, name: str) -> Callable[[], bool]:
+        """Whether a run of singleton job `name` may go ahead now; counts the runs it lets
+        through, so two replicas' `stratus_singleton_runs` show any job that ran on both."""
+        leader, runs = self.leader, self.metrics.singleton_runs.labels(job=name)
+
+        def gate() -> bool:
+            if leader is not None and not leader.fenced():
+                logger.info("%s skipped: this replica no longer surely leads", name)
+                return False
+            runs.inc()
+            return True
+
+        return gate
 
     def _step_down(self) -> None:
         """No longer the leader: stop the singleton work at once (a follower may take over
@@ -233,7 +244,7 @@ class Services:
 
     def _schedule_digests(self) -> None:
         """Digest jobs live in the persistent job store."""
-        register_digests(self)
+        register_digests(self, gate=self._gate("digest"))
 
     def database_ready(self) -> bool:
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC
 from typing import Protocol
 
@@ -35,18 +35,28 @@ JOB_PREFIX = "digest:"
 MISFIRE_GRACE_S = 3600
 
 
+def _always() -> bool:
+    return True
+
+
 class _Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._poster: DigestPoster | None = None
+        self._gate: Callable[[], bool] = _always
 
-    def set(self, poster: DigestPoster | None) -> None:
+    def set(self, poster: DigestPoster | None, gate: Callable[[], bool] = _always) -> None:
         with self._lock:
             self._poster = poster
+            self._gate = gate
 
     def get(self) -> DigestPoster | None:
         with self._lock:
             return self._poster
+
+    def gate(self) -> Callable[[], bool]:
+        with self._lock:
+            return self._gate
 
 
 _REGISTRY = _Registry()
@@ -62,6 +72,9 @@ def run_digest_job(channel: str) -> None:
     if poster is None:
         logger.error("digest for #%s is due but no DigestPoster is registered", channel)
         return
+    if not _REGISTRY.gate()():
+        logger.info("digest for #%s skipped: this replica no longer surely leads", channel)
+        return
     try:
         poster.post(channel, scheduled=True)
     except Exception:  # the scheduler job boundary: log with the traceback, keep the scheduler
@@ -74,12 +87,15 @@ def schedule_digests(
     schedules: Sequence[tuple[str, str]],
     *,
     jobstore: str = "default",
+    gate: Callable[[], bool] = _always,
 ) -> list[str]:
     """Make the digest jobs in `jobstore` exactly `schedules` ((channel, 5-field cron in UTC)
     pairs, as `Settings.digest_schedules` holds them); returns the job ids. The scheduler must
     be started (`start(paused=True)` first if nothing should run before this): only a started
     scheduler sees the jobs persisted by an earlier run, which this removes when they are no
-    longer configured. Raises `ValueError` for an invalid cron expression (before any change)."""
+    longer configured. Raises `ValueError` for an invalid cron expression (before any change).
+    `gate` is asked before each run (the leader's fence: a replica that may have lost the lease
+    posts nothing)."""
     if scheduler.state == STATE_STOPPED:
         raise RuntimeError(
             "start the scheduler before scheduling digests (start(paused=True), then resume())"
@@ -88,7 +104,7 @@ def schedule_digests(
         job_id(c): (c.lstrip("#"), CronTrigger.from_crontab(cron, timezone=UTC))
         for c, cron in schedules
     }
-    _REGISTRY.set(poster)
+    _REGISTRY.set(poster, gate)
     for job in scheduler.get_jobs(jobstore=jobstore):
         if job.id.startswith(JOB_PREFIX) and job.id not in triggers:
             logger.info("digest job %s is no longer configured; removing it", job.id)
@@ -134,7 +150,7 @@ class DigestServices(Protocol):
     def scheduler(self) -> BaseScheduler: ...
 
 
-def register_digests(services: DigestServices) -> list[str]:
+def register_digests(services: DigestServices, gate: Callable[[], bool] = _always) -> list[str]:
     """Schedule `STRATUS_DIGEST_SCHEDULES` on the services' scheduler (call it in
     `Services.start`, between `scheduler.start(paused=True)` and `scheduler.resume()`)."""
     brain = services.brain
@@ -145,4 +161,6 @@ def register_digests(services: DigestServices) -> list[str]:
         namespaces=brain.namespaces,
         clock=services.clock,
     )
-    return schedule_digests(services.scheduler, poster, services.settings.digest_schedules)
+    return schedule_digests(
+        services.scheduler, poster, services.settings.digest_schedules, gate=gate
+    )

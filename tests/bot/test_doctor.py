@@ -123,7 +123,9 @@ def test_rbac_grants_exactly_what_the_reads_and_the_catalog_need() -> None:
         ]
         if kind == "RoleBinding":
             # The lease lives in Stratus's own namespace; everything else in covered ones.
-            assert binding["metadata"]["namespace"] == ("stratus" if role == "stratus-leader" else NS)
+            assert binding["metadata"]["namespace"] == (
+                "stratus" if role == "stratus-leader" else NS
+            )
     # The leader Role is namespaced (a Role, not a ClusterRole) and grants only the lease.
     [leader] = [d for d in documents if d["kind"] == "Role"]
     assert leader["metadata"] == {"name": "stratus-leader", "namespace": "stratus"}

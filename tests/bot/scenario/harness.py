@@ -277,6 +277,7 @@ def bot_lab(
     settings: Mapping[str, str] | None = None,
     workspace: WorkspaceConfig | None = None,
     seed: int = 5,
+    holder: str | None = None,
 ) -> Iterator[BotLab]:
     # Slack gives an ack 3 s; on a loaded CI machine a thread can be starved that long, and
     # ack latency is measured by benchmarks/ack_latency.py, not asserted here.
@@ -314,6 +315,7 @@ def bot_lab(
             limits=LIMITS,
             housekeeping_interval_s=housekeeping_s,
             ack_timeout_s=BOLT_ACK_TIMEOUT_S,
+            holder=holder,
         )
         lab = BotLab(
             ws=ws,
