@@ -132,6 +132,12 @@ class IncidentOps:
         if not self._leads():
             logger.info("incident %s: left for the leader to drive", incident_id)
             return
+        theirs = self._other_cluster(self.scope_of(incident_id))
+        if theirs:
+            # One Slack app serves every cluster, so a click on another cluster's incident can
+            # reach this deployment: its decision is recorded; that cluster's leader drives.
+            logger.info("incident %s: left for the Stratus of cluster %s", incident_id, theirs)
+            return
         with self._lock:
             if incident_id in self._drives_waiting:
                 return
@@ -306,6 +312,17 @@ class IncidentOps:
         """Undo a committed transaction. With a modal open (`view_id`), its content becomes
         the result — or the drift and a request for explicit confirmation."""
         tx = self.brain.engine.ledger.transaction(TransactionId(transaction_id))
+        theirs = self._other_cluster(tx.scope)
+        if theirs:
+            # Fail closed: this deployment's credentials write its own cluster only.
+            self._reply(
+                channel,
+                user,
+                f"This change was made in cluster `{theirs}`, and this click reached the "
+                f"Stratus of `{self.brain.cluster}`, which changed nothing. Click Undo again: "
+                "Slack hands each click to one of the app's connections.",
+            )
+            return
 
         def run() -> None:
             person = self._directory.person(user)
@@ -355,6 +372,12 @@ class IncidentOps:
                     raise
                 logger.info("views.update failed (%s); try %d", e.error, attempt + 2)
                 time.sleep(VIEW_UPDATE_PAUSE_S * (attempt + 1))
+
+    def _other_cluster(self, scope: Scope) -> str:
+        """The scope's cluster when it is not this deployment's ("" when it is, or when this
+        deployment does not name its cluster)."""
+        mine = self.brain.cluster
+        return scope.cluster if mine and scope.cluster != mine else ""
 
     def scope_of(self, incident_id: str) -> Scope:
         return self.brain.machine.incident(incident_id).scope

@@ -331,7 +331,8 @@ def bot_lab(
         # The change journal's baseline, before anything breaks (as a bot running for a
         # while would have it).
         journal = lab.services.store.journal
-        lab.wait("the journal's baseline", lambda: journal.query("lab", HOTEL, kind="Service"))
+        cluster = values["STRATUS_CLUSTER_NAME"]
+        lab.wait("the journal's baseline", lambda: journal.query(cluster, HOTEL, kind="Service"))
         yield lab
     finally:
         if lab is not None and hasattr(lab, "runtime"):
