@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         namespaces=[NS],
         policy=build_policy({"defaults": {"autonomy": args.autonomy, "attempts": 3}}),
         notifier=killer,
-        holder=f"resume-test/{args.elect}" if args.elect else "resume-test",
+        holder=f"replica-{args.elect}/worker" if args.elect else "resume-test",  # a pod each
         limits=LIMITS,
         detector_config=DetectorConfig(grace_s={"scan": 0.0}),
         scan_config=ScanConfig(unschedulable_for_s=0.0, not_ready_for_s=0.0, unavailable_for_s=0.0),
