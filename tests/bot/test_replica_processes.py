@@ -232,3 +232,14 @@ def test_two_stratus_run_processes_act_once(tmp_path: Path, stack: ExitStack) ->
     assert set(files.values()) == {1}, files
     windows = [str(r.detail["end"]) for r in store.audit.query(verb="digest")]
     assert len(windows) == len(set(windows)), windows
+
+    # SIGKILL the leader: the follower takes the Lease once it has seen no renewal for a
+    # lease (6 s) — give it two retries and a loaded machine's scheduling on top — and
+    # starts the singleton work.
+    a.process.kill()
+    a.process.wait(10)
+    killed = time.monotonic()
+    wait("the second process to lead", lambda: (leader_of(b.url) or {}).get("leading"), 30)
+    took = time.monotonic() - killed
+    assert took <= 6 + 2 * 1 + 3, took
+    wait("the new leader's scan", lambda: singleton_runs(b.url).get("scan", 0) > 0, 30)
