@@ -159,6 +159,8 @@ class Database:
         self._engine = engine
         self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
         self._busy_timeout_ms = int(sqlite_busy_timeout_s * 1000)
+        self._closed = False
+        event.listen(engine, "checkin", self._on_checkin)
 
     @classmethod
     def connect(
@@ -194,13 +196,27 @@ class Database:
         return redact(self._engine.url)
 
     def close(self) -> None:
+        """Release every connection. Work still running on another thread at shutdown (a
+        scheduler job, a watch) gets `Unavailable` from now on instead of a new connection,
+        and a connection it holds is closed when handed back: a disposed engine would
+        otherwise open a fresh pool that nobody closes."""
+        self._closed = True
         self._engine.dispose()
+
+    def _on_checkin(self, dbapi_connection: Any, _record: Any) -> None:
+        if self._closed and dbapi_connection is not None:
+            dbapi_connection.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Unavailable("the database connection is closed (shutting down)")
 
     def check_write(self, *, timeout_s: float = 3.0) -> None:
         """Prove that a write can be made now (readiness): a scratch table created and a row
         inserted in a write transaction that is then rolled back, so nothing persists and no
         migration is needed. Waits at most `timeout_s` for a lock held elsewhere. Raises
         `StorageError` (`Unavailable` when locked, read-only or unreachable)."""
+        self._check_open()
         try:
             with self._write_engine.connect() as conn:
                 raw = conn.connection.driver_connection if self.dialect == "sqlite" else None
@@ -236,6 +252,7 @@ class Database:
 
     @contextmanager
     def _session(self, bind: Engine) -> Iterator[Session]:
+        self._check_open()
         # expire_on_commit=False: rows handed back stay readable after the session closes.
         session = Session(bind=bind, expire_on_commit=False, autoflush=False)
         try:
