@@ -29,9 +29,9 @@ class Verb(StrEnum):
 #: One line of usage per verb, in the order `help` lists them.
 USAGE: dict[Verb, str] = {
     Verb.HELP: "`/stratus help` — this list",
-    Verb.STATUS: "`/stratus status [namespace]` — health per namespace: μ now, open incidents, "
-    "pending approvals",
-    Verb.INCIDENTS: "`/stratus incidents` — open and recently closed incidents",
+    Verb.STATUS: "`/stratus status [[cluster/]namespace]` — health per namespace: μ now, open "
+    "incidents, pending approvals",
+    Verb.INCIDENTS: "`/stratus incidents [--cluster <name>]` — open and recently closed incidents",
     Verb.INCIDENT: "`/stratus incident <id>` — an incident's summary and timeline",
     Verb.DIAGNOSE: "`/stratus diagnose <namespace>[/<service>]` — diagnose now (read-only)",
     Verb.UNDO: "`/stratus undo <transaction>` — undo a committed transaction",
@@ -42,6 +42,8 @@ USAGE: dict[Verb, str] = {
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+#: A cluster's name as STRATUS_CLUSTER_NAME gives it (kubeconfig names such as `gke_p_z_prod`).
+_CLUSTER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _NAMESPACE_ARG = re.compile(r"(?:^|\s)(?:namespace|ns)=(\S*)", re.IGNORECASE)
 TITLE_MAX = 150
 
@@ -54,11 +56,12 @@ class Help:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Status:
     namespace: str | None = None
+    cluster: str | None = None  # None: the cluster this bot serves
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Incidents:
-    pass
+    cluster: str | None = None  # None: the cluster this bot serves
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,8 +173,27 @@ def _parse_help(rest: list[str]) -> Help | Usage:
     return _no_more(Verb.HELP, rest) or Help()
 
 
+def _cluster(value: str, verb: Verb) -> str | Usage:
+    if _CLUSTER.match(value):
+        return value
+    return Usage(problem=f"`{value}` is not a cluster name.", verb=verb)
+
+
 def _parse_incidents(rest: list[str]) -> Incidents | Usage:
-    return _no_more(Verb.INCIDENTS, rest) or Incidents()
+    """`incidents`, `incidents --cluster prod`, `incidents --cluster=prod` or `cluster=prod`."""
+    if not rest:
+        return Incidents()
+    words = list(rest)
+    head = words.pop(0)
+    flag, eq, value = head.partition("=")
+    if flag.lower() not in ("--cluster", "cluster"):
+        return Usage(problem=f"`incidents` does not take `{head}`.", verb=Verb.INCIDENTS)
+    if not eq:
+        if not words:
+            return Usage(problem="`--cluster` needs a cluster name.", verb=Verb.INCIDENTS)
+        value = words.pop(0)
+    found = _no_more(Verb.INCIDENTS, words) or _cluster(value, Verb.INCIDENTS)
+    return found if isinstance(found, Usage) else Incidents(cluster=found)
 
 
 def _parse_digest(rest: list[str]) -> Digest | Usage:
@@ -183,8 +205,12 @@ def _parse_status(rest: list[str]) -> Status | Usage:
         return Usage(problem="`status` takes at most one namespace.", verb=Verb.STATUS)
     if not rest:
         return Status()
-    ns = _namespace(rest[0], Verb.STATUS)
-    return ns if isinstance(ns, Usage) else Status(namespace=ns)
+    cluster, slash, namespace = rest[0].rpartition("/")
+    ns = _namespace(namespace, Verb.STATUS)
+    if isinstance(ns, Usage) or not slash:
+        return ns if isinstance(ns, Usage) else Status(namespace=ns)
+    named = _cluster(cluster, Verb.STATUS)
+    return named if isinstance(named, Usage) else Status(namespace=ns, cluster=named)
 
 
 def _parse_policy(rest: list[str]) -> ShowPolicy | Usage:

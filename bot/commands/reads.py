@@ -66,8 +66,12 @@ class IncidentCard:
     diagnosis: Diagnosis | None
 
 
-def open_incidents(ctx: CommandContext, namespace: str | None = None) -> list[Incident]:
-    rows = ctx.store.incidents.list_open(cluster=ctx.cluster, namespace=namespace)
+def open_incidents(
+    ctx: CommandContext, namespace: str | None = None, *, cluster: str | None = None
+) -> list[Incident]:
+    """Open incidents of `cluster` (default: the one this bot serves; deployments for other
+    clusters share the database, so theirs can be listed too)."""
+    rows = ctx.store.incidents.list_open(cluster=cluster or ctx.cluster, namespace=namespace)
     return [incident_from_row(r) for r in rows]
 
 
@@ -75,8 +79,10 @@ def incident_cards(ctx: CommandContext, incidents: Sequence[Incident]) -> list[I
     return [IncidentCard(incident=i, diagnosis=ctx.machine.diagnosis(i.id)) for i in incidents]
 
 
-def recently_closed(ctx: CommandContext, limit: int = 5) -> list[Incident]:
-    rows = ctx.store.incidents.list_closed(limit=limit, cluster=ctx.cluster)
+def recently_closed(
+    ctx: CommandContext, limit: int = 5, *, cluster: str | None = None
+) -> list[Incident]:
+    rows = ctx.store.incidents.list_closed(limit=limit, cluster=cluster or ctx.cluster)
     return [incident_from_row(r) for r in rows]
 
 

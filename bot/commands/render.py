@@ -133,8 +133,12 @@ def render_status(healths: Sequence[NamespaceHealth]) -> Message:
     return Message(text=f"{degraded} of {len(healths)} namespace(s) degraded", blocks=tuple(blocks))
 
 
-def render_incidents(cards: Sequence[IncidentCard], closed: Sequence[Incident]) -> Message:
+def render_incidents(
+    cards: Sequence[IncidentCard], closed: Sequence[Incident], *, cluster: str | None = None
+) -> Message:
     blocks: list[Block] = [header(f"Open incidents ({len(cards)})")]
+    if cluster is not None:
+        blocks.append(context(f"Cluster `{escape(cluster)}`"))
     if cards:
         blocks.extend(
             section(incident_line(c.incident, c.diagnosis)) for c in cards[:INCIDENTS_SHOWN]
@@ -150,6 +154,29 @@ def render_incidents(cards: Sequence[IncidentCard], closed: Sequence[Incident]) 
         )
         blocks.append(section("*Recently closed*\n" + bullet_lines(lines)))
     return Message(text=f"{len(cards)} open incident(s)", blocks=tuple(blocks))
+
+
+def render_elsewhere(
+    cluster: str, namespace: str, serving: str, cards: Sequence[IncidentCard]
+) -> Message:
+    """`status other/namespace`: another cluster's bot measures μ there, so this one shows
+    only what the shared database knows, and says who can tell more."""
+    where = f"{escape(cluster)}/{escape(namespace)}"
+    blocks: list[Block] = [header(f"{cluster}/{namespace}: open incidents ({len(cards)})")]
+    if cards:
+        blocks.extend(
+            section(incident_line(c.incident, c.diagnosis)) for c in cards[:INCIDENTS_SHOWN]
+        )
+    else:
+        blocks.append(section("None recorded."))
+    blocks.append(
+        context(
+            f"This bot serves cluster `{escape(serving)}`: μ now in `{where}` is measured by "
+            f"the Stratus deployment in `{escape(cluster)}`. Incidents come from the shared "
+            "database."
+        )
+    )
+    return Message(text=f"{len(cards)} open incident(s) in {where}", blocks=tuple(blocks))
 
 
 def render_incident(

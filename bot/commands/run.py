@@ -44,6 +44,7 @@ from bot.commands.render import (
     render_adhoc_diagnosis,
     render_declared,
     render_done,
+    render_elsewhere,
     render_error,
     render_help,
     render_incident,
@@ -136,7 +137,7 @@ class CommandRunner:
             case Status():
                 return self._status(command)
             case Incidents():
-                return self._incidents()
+                return self._incidents(command.cluster)
             case ShowIncident():
                 return self._incident(command.incident_id)
             case ShowPolicy():
@@ -165,6 +166,12 @@ class CommandRunner:
     # --------------------------------------------------------------------------- commands
 
     def _status(self, command: Status) -> Reply:
+        ctx = self._ctx
+        if command.cluster not in (None, ctx.cluster) and command.namespace is not None:
+            cluster = command.cluster
+            found = reads.open_incidents(ctx, command.namespace, cluster=cluster)
+            cards = reads.incident_cards(ctx, found)
+            return _reply(render_elsewhere(cluster, command.namespace, ctx.cluster, cards))
         if command.namespace is not None:
             refused = self._uncovered(command.namespace)
             if refused is not None:
@@ -174,10 +181,12 @@ class CommandRunner:
             names = self._ctx.namespaces
         return _reply(render_status([reads.namespace_health(self._ctx, ns) for ns in names]))
 
-    def _incidents(self) -> Reply:
-        cards = reads.incident_cards(self._ctx, reads.open_incidents(self._ctx))
-        closed = reads.recently_closed(self._ctx)
-        return _reply(render_incidents(cards, closed))
+    def _incidents(self, cluster: str | None) -> Reply:
+        cluster = cluster or self._ctx.cluster
+        found = reads.open_incidents(self._ctx, cluster=cluster)
+        cards = reads.incident_cards(self._ctx, found)
+        closed = reads.recently_closed(self._ctx, cluster=cluster)
+        return _reply(render_incidents(cards, closed, cluster=cluster))
 
     def _incident(self, incident_id: str) -> Reply:
         machine = self._ctx.machine

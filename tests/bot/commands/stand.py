@@ -144,6 +144,7 @@ class Stand:
         mu: float = 4.0,
         opened_at: datetime | None = None,
         group_key: str | None = None,
+        cluster: str = CLUSTER,
     ) -> Incident:
         """`group_key` defaults to the scope's, as the detector writes it: a declaration or an
         alert in this namespace then joins this incident."""
@@ -153,7 +154,7 @@ class Stand:
             IncidentRow(
                 id=iid,
                 title=title,
-                cluster=CLUSTER,
+                cluster=cluster,
                 namespace=namespace,
                 state=state.value,
                 service="geo",
@@ -161,7 +162,7 @@ class Stand:
                 mu=mu,
                 opened_at=at,
                 updated_at=at,
-                group_key=group_key or f"{CLUSTER}/{namespace}",
+                group_key=group_key or f"{cluster}/{namespace}",
             ),
             events=[
                 TimelineEventRow(

@@ -57,6 +57,22 @@ def test_incidents_lists_open_ones_with_their_state(bot: Stand) -> None:
     assert second.id in text and "Executing" in text and "frontend slow" in text
 
 
+def test_another_clusters_incidents_are_listed_from_the_shared_database(bot: Stand) -> None:
+    here = bot.seed_incident(state=IncidentState.AWAITING_APPROVAL, suffix="a1")
+    there = bot.seed_incident(state=IncidentState.EXECUTING, suffix="w1", cluster="west")
+    bot.command("bob", "incidents --cluster west")
+    shown = bot.ephemeral("incidents", "bob", "Open incidents (1)")
+    text = str(shown["blocks"])
+    assert there.id in text and "Cluster `west`" in text
+    assert here.id not in text
+
+    bot.command("bob", f"status west/{HOTEL}")
+    shown = bot.ephemeral("incidents", "bob", f"west/{HOTEL}: open incidents (1)")
+    text = str(shown["blocks"])
+    assert there.id in text and here.id not in text
+    assert "measured by the Stratus deployment in `west`" in text  # not here: no μ made up
+
+
 def test_incident_shows_its_summary_and_timeline(bot: Stand) -> None:
     incident = bot.seed_incident(state=IncidentState.AWAITING_APPROVAL)
     plan = bot.seed_plan(incident)
