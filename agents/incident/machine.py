@@ -66,7 +66,7 @@ from agents.tnr import (
     Undoer,
     recover,
 )
-from agents.tnr.engine import HELD_MARK
+from agents.tnr.engine import HELD_MARK, interrupted
 from agents.tnr.ledger import StorageLedger
 from agents.tnr.records import TransactionRecord
 from storage import Store
@@ -170,6 +170,8 @@ class IncidentMachine:
         attempts = []
         for plan in self.plans(incident_id):
             tx = by_plan.get(plan.id)
+            if tx is not None and interrupted(tx):
+                continue  # rolled back unjudged (its writer died): `interruptions` counts it
             if tx is not None and tx.status in _OUTCOME_OF_STATUS:
                 kind = _OUTCOME_OF_STATUS[tx.status]
                 outcome = Outcome(
@@ -194,6 +196,12 @@ class IncidentMachine:
                 )
                 attempts.append(Attempt(plan=plan, outcome=outcome))
         return attempts
+
+    def interruptions(self, incident_id: str) -> int:
+        """Transactions rolled back because their writer stopped before a verdict (a bot
+        killed mid-transaction). Each spends an attempt, so a plan that keeps killing its
+        writer cannot loop, but refutes nothing: the planner may propose the plan again."""
+        return sum(1 for t in self.transactions(incident_id) if interrupted(t))
 
     # ---------------------------------------------------------------------- transitions
 
@@ -352,17 +360,19 @@ class IncidentMachine:
         ran = [a for a in attempts if a.outcome.kind is not OutcomeKind.REFUSED]
         if self._resolved_when_healthy(incident, ran):
             return
-        if len(ran) >= policy.attempts:
+        cut_short = self.interruptions(incident.id)
+        if len(ran) + cut_short >= policy.attempts:
+            lost = f" ({cut_short} more cut short when the bot stopped)" if cut_short else ""
             self._escalate(
                 incident,
                 Escalation(
-                    reason=f"{len(ran)} attempt(s) did not make the scope healthy",
+                    reason=f"{len(ran)} attempt(s) did not make the scope healthy{lost}",
                     runbook=_attempts_runbook(attempts),
                 ),
             )
             return
         diagnosis = self.diagnosis(incident.id)
-        if diagnosis is None or attempts:
+        if diagnosis is None or attempts or cut_short:
             # After an attempt the cluster has moved on: look again before planning again.
             diagnosis = self._diagnose_or_wait(incident)
             if diagnosis is None:

@@ -61,8 +61,18 @@ _WRITE_RETRIES = 3
 #: Separates why a transaction aborted from why its abort is held, in the stored reason (so a
 #: retry of the restore keeps the first part and states the new second part).
 HELD_MARK = " — held: "
+#: Begins the reason of a transaction recovery rolled back only because its writer stopped
+#: before a verdict (a crash, a lost leadership): see `interrupted`.
+INTERRUPTED_MARK = "interrupted: "
 #: The validation key holding the services in trouble when the transaction began.
 TROUBLE_BEFORE = "trouble_before"
+
+
+def interrupted(tx: TransactionRecord) -> bool:
+    """Whether `tx` was rolled back only because its writer stopped before any verdict (no
+    failed validation, no failed write had given it a reason): its plan was never judged, so
+    it refutes nothing — the plan may be proposed again."""
+    return tx.status is TransactionStatus.ABORTED and (tx.reason or "").startswith(INTERRUPTED_MARK)
 
 
 def _trouble_before(tx: TransactionRecord) -> frozenset[str] | None:
@@ -742,7 +752,9 @@ class TransactionEngine:
             emit=_silent,
             trouble=recorded if recorded is not None else self._meter.measure(tx.scope).trouble,
         )
-        reason = (tx.reason or f"interrupted: {why or 'its writer stopped'}").split(HELD_MARK)[0]
+        reason = (tx.reason or f"{INTERRUPTED_MARK}{why or 'its writer stopped'}").split(HELD_MARK)[
+            0
+        ]
         if tx.status is not TransactionStatus.ABORTING:
             self._ledger.set_status(
                 tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token

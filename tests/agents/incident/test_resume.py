@@ -83,13 +83,20 @@ def test_a_killed_loop_resumes_every_state_to_the_same_end(
         store = Store.connect(db)
         [closed] = store.incidents.list_by_state("closed")
         timeline = [(e.state, e.message) for e in store.incidents.timeline(closed.id)]
+        txs = sorted(store.transactions.list_for_incident(closed.id), key=lambda t: t.started_at)
+        actions = {p.id: p.actions for p in store.plans.list_for_incident(closed.id)}
         store.close()
         states = [s for s, _ in timeline]
         assert "resolved" in states and states[-1] == "closed", timeline
         if state == "validating":
             # The transaction was cut short before its validation was recorded: recovery
-            # rolled it back, and the loop tried again.
+            # rolled it back, and the loop tried again — the same plan, which the
+            # interruption did not refute.
             assert any("Rolled back" in m for _, m in timeline), timeline
+            cut, *_, healed = txs
+            assert cut.status == "aborted" and (cut.reason or "").startswith("interrupted: ")
+            assert healed.status == "committed", [(t.status, t.reason) for t in txs]
+            assert actions[healed.plan_id or ""] == actions[cut.plan_id or ""]
         else:
             assert states.count(state) == 1, timeline  # resumed, not restarted
         # The lab runs at 20x in its own threads: give its telemetry a moment to catch up.
