@@ -31,6 +31,9 @@ class Turn:
     stop_reason: str = "end_turn"
     input_tokens: int = 100
     output_tokens: int = 50
+    #: How long "the model" thinks before it answers (a slow model holds an incident in
+    #: DIAGNOSING; the server keeps serving other requests meanwhile).
+    delay_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +132,7 @@ class MessagesStandIn:
         if isinstance(turn, Failure):
             payload = {"type": "error", "error": {"type": turn.kind, "message": turn.message}}
             return web.json_response(payload, status=turn.status, headers=turn.headers)
+        await asyncio.sleep(turn.delay_s)
         return web.json_response(
             {
                 "id": f"msg_{next(_ids):06d}",
