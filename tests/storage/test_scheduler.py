@@ -32,9 +32,22 @@ def test_jobs_survive_a_restart(db: Database) -> None:
         second.shutdown(wait=False)
 
 
+def test_shutting_the_scheduler_down_leaves_the_database_to_its_owner(db: Database) -> None:
+    """apscheduler's job store disposes its engine at shutdown; on the shared `Database` that
+    orphaned the pool of a job still running, whose connection was then garbage-collected
+    open (the scheduler shuts down without waiting)."""
+    pool = db.engine.pool
+    scheduler = BackgroundScheduler(jobstores={"default": jobstore(db)}, timezone=UTC)
+    scheduler.start(paused=True)
+    scheduler.shutdown(wait=False)
+    assert db.engine.pool is pool
+    with db.read() as s:
+        assert s.connection() is not None
+
+
 def test_jobstore_from_a_url(database_url: str) -> None:
     store = jobstore(database_url)
-    try:
-        assert store.engine.url.get_backend_name() in ("sqlite", "postgresql")
-    finally:
-        store.engine.dispose()
+    pool = store.engine.pool
+    assert store.engine.url.get_backend_name() in ("sqlite", "postgresql")
+    store.shutdown()  # the Database it opened is closed with it
+    assert store.engine.pool is not pool
