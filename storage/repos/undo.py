@@ -157,7 +157,9 @@ class UndoRepository(Repository):
 
     def later_transactions(self, transaction_id: str) -> list[str]:
         """Committed transactions started after `transaction_id` that changed any object it
-        changed, newest first: they must be undone before it can be."""
+        changed in the same cluster, newest first: they must be undone before it can be.
+        (Several clusters' deployments share the store, and their objects' names collide:
+        `hotel/geo` in east is not `hotel/geo` in west.)"""
         with self._db.read() as s:
             base = s.get(TransactionRow, transaction_id)
             if base is None:
@@ -169,6 +171,7 @@ class UndoRepository(Repository):
                 select(TransactionRow.id, TransactionRow.started_at)
                 .join(UndoEntryRow, col(UndoEntryRow.transaction_id) == col(TransactionRow.id))
                 .where(col(TransactionRow.id) != transaction_id)
+                .where(col(TransactionRow.cluster) == base.cluster)
                 .where(col(TransactionRow.status) == TRANSACTION_COMMITTED)
                 .where(col(TransactionRow.started_at) > base.started_at)
                 .where(col(UndoEntryRow.state) == UNDO_APPLIED)

@@ -149,8 +149,8 @@ def test_entry_state_machine(with_incident: Store) -> None:
         store.undo.mark_applied("nope", produced_resource_version=None, at=at(1))
 
 
-def _committed(store: Store, txn: str, start: float, *targets: Ref) -> None:
-    store.transactions.create(rows.transaction(txn, started_at=at(start)))
+def _committed(store: Store, txn: str, start: float, *targets: Ref, cluster: str = "lab") -> None:
+    store.transactions.create(rows.transaction(txn, started_at=at(start), cluster=cluster))
     for n, ref in enumerate(targets):
         entry = store.undo.push(
             rows.undo_entry(
@@ -186,6 +186,8 @@ def test_later_transactions_must_be_undone_first(with_incident: Store) -> None:
     _committed(store, "t2", 100, web, cm)
     _committed(store, "t3", 200, cm)
     _committed(store, "t4", 300, Ref("Deployment", "unrelated"))
+    # The same names in another cluster sharing the store are other objects.
+    _committed(store, "t5", 400, web, cm, cluster="west")
 
     assert store.undo.later_transactions("t1") == ["t2"]
     assert store.undo.later_transactions("t2") == ["t3"]
