@@ -1,8 +1,9 @@
 """Where an incident lives in Slack: its own channel, or a thread in the incidents channel.
 
 Channel mode (the default) creates `#inc-<date>-<slug>` (from the incident id, so unique and
-lowercase, ≤ 80 characters; renamed after the root-cause service once the diagnosis names
-one, since the id's slug is the symptom the alerts pointed at), sets its topic, invites the
+lowercase, ≤ 80 characters; `#inc-<date>-<cluster>-<slug>` when STRATUS_CLUSTER_NAME is set;
+renamed after the root-cause service once the diagnosis names one, since the id's slug is the
+symptom the alerts pointed at), sets its topic, invites the
 responders — every approver of the namespace, user groups resolved to their members — posts
 and pins the summary; the notifier then announces the incident in the incidents channel
 (`announce`, in a lane of its own: twenty incidents at once share that channel's one post a
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from agents.model import Incident
 from agents.policy import Policy
 from agents.ports import Clock
-from bot.config import ChannelMode, SlackSettings
+from bot.config import UNNAMED_CLUSTER, ChannelMode, SlackSettings
 from bot.directory import Directory
 from bot.errors import SlackCallFailed
 from bot.ids import MessageKind
@@ -48,20 +49,34 @@ _NOT_NAME = re.compile(r"[^a-z0-9_-]+")
 _CHANNEL_ID = re.compile(r"^[CG][A-Z0-9]{2,}$")
 
 
-def channel_name(incident_id: str, attempt: int = 0) -> str:
+def channel_name(incident_id: str, attempt: int = 0, *, cluster: str = "") -> str:
     """`inc-<date>-<slug>` from an incident id (`INC-20260105-geo-3f2a`), with `-2`, `-3`...
-    when the name is taken."""
+    when the name is taken. A named cluster goes after the date (`inc-20260105-prod-geo-3f2a`):
+    one workspace serves the deployments of several clusters, and a channel list should say
+    which cluster each incident is in."""
     base = _NOT_NAME.sub("-", incident_id.lower()).strip("-_") or "incident"
     if not base.startswith("inc-"):
         base = f"inc-{base}"
+    base = _with_cluster(base, cluster)
     suffix = f"-{attempt + 1}" if attempt else ""
     return base[: NAME_MAX - len(suffix)].rstrip("-") + suffix
 
 
 _INCIDENT_ID = re.compile(r"^inc-(\d{8})-(.+)-([0-9a-f]{4,})$")
+_DATED = re.compile(r"^inc-(\d{8})-(.+)$")
 
 
-def root_cause_name(incident_id: str, service: str, attempt: int = 0) -> str:
+def _with_cluster(base: str, cluster: str) -> str:
+    tag = _NOT_NAME.sub("-", cluster.lower()).strip("-_")[:20].rstrip("-_")
+    if not tag or cluster == UNNAMED_CLUSTER:
+        return base
+    dated = _DATED.match(base)
+    if dated is None:
+        return f"inc-{tag}-{base.removeprefix('inc-')}"
+    return f"inc-{dated.group(1)}-{tag}-{dated.group(2)}"
+
+
+def root_cause_name(incident_id: str, service: str, attempt: int = 0, *, cluster: str = "") -> str:
     """The channel's name once the diagnosis names the root cause: the service the alerts
     pointed at (`inc-20260105-frontend-3f2a`) replaced by the root cause's
     (`inc-20260105-geo-3f2a`). Ids of another shape keep their name."""
@@ -69,9 +84,9 @@ def root_cause_name(incident_id: str, service: str, attempt: int = 0) -> str:
     found = _INCIDENT_ID.match(base)
     root = _NOT_NAME.sub("-", service.lower()).strip("-_")[:20].rstrip("-")
     if found is None or not root:
-        return channel_name(incident_id, attempt)
+        return channel_name(incident_id, attempt, cluster=cluster)
     date, _, suffix = found.groups()
-    return channel_name(f"inc-{date}-{root}-{suffix}", attempt)
+    return channel_name(f"inc-{date}-{root}-{suffix}", attempt, cluster=cluster)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,10 +187,13 @@ class IncidentChannels:
         location = self.locate(incident.id)
         if location is None:
             return
-        if root_cause_name(incident.id, service) == channel_name(incident.id):
+        cluster = incident.scope.cluster
+        if root_cause_name(incident.id, service, cluster=cluster) == channel_name(
+            incident.id, cluster=cluster
+        ):
             return
         for attempt in range(10):
-            name = root_cause_name(incident.id, service, attempt)
+            name = root_cause_name(incident.id, service, attempt, cluster=cluster)
             try:
                 self._slack.rename_channel(location.channel, name)
                 break
@@ -219,7 +237,7 @@ class IncidentChannels:
 
     def _create_channel(self, incident: Incident) -> str:
         for attempt in range(10):
-            name = channel_name(incident.id, attempt)
+            name = channel_name(incident.id, attempt, cluster=incident.scope.cluster)
             try:
                 channel = self._slack.create_channel(name)
             except SlackCallFailed as e:

@@ -52,6 +52,10 @@ class Setting:
     secret: bool = False
 
 
+#: STRATUS_CLUSTER_NAME's default: a deployment that never named its cluster runs alone, and
+#: channel names leave it out ("default" in every one would say nothing).
+UNNAMED_CLUSTER = "default"
+
 SETTINGS: tuple[Setting, ...] = (
     Setting(name="SLACK_BOT_TOKEN", default=None, meaning="Bot token (`xoxb-…`).", secret=True),
     Setting(
@@ -79,7 +83,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="STRATUS_CHANNEL_MODE",
         default="channel",
-        meaning="`channel`: one `#inc-<date>-<slug>` channel per incident; `thread`: one "
+        meaning="`channel`: one `#inc-<date>-<slug>` channel per incident "
+        "(`#inc-<date>-<cluster>-<slug>` once `STRATUS_CLUSTER_NAME` is set); `thread`: one "
         "thread per incident in `STRATUS_INCIDENT_CHANNEL`.",
     ),
     Setting(
@@ -139,8 +144,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="STRATUS_KUBE_CONTEXT", default=None, meaning="Kubeconfig context to use."),
     Setting(
         name="STRATUS_CLUSTER_NAME",
-        default="default",
-        meaning="Name of the cluster in scopes, locks and messages.",
+        default=UNNAMED_CLUSTER,
+        meaning="Name of the cluster in scopes, locks, messages and channel names (where "
+        "`default` is left out). Give each cluster's deployment its own when they share a "
+        "workspace or a database.",
     ),
     Setting(
         name="STRATUS_NAMESPACES",

@@ -16,12 +16,32 @@ def test_the_name_comes_from_the_incident_id() -> None:
     assert channel_name("INC-20260105-geo-3f2a", 1) == "inc-20260105-geo-3f2a-2"
 
 
-@given(st.text(max_size=300), st.integers(0, 9))
-def test_names_are_always_valid_slack_channel_names(incident_id: str, attempt: int) -> None:
-    name = channel_name(incident_id, attempt)
+@given(st.text(max_size=300), st.integers(0, 9), st.text(max_size=80))
+def test_names_are_always_valid_slack_channel_names(
+    incident_id: str, attempt: int, cluster: str
+) -> None:
+    name = channel_name(incident_id, attempt, cluster=cluster)
     assert re.fullmatch(r"[a-z0-9_-]+", name) and len(name) <= NAME_MAX
     assert name.startswith("inc-")
-    assert name != channel_name(incident_id, attempt + 1)
+    assert name != channel_name(incident_id, attempt + 1, cluster=cluster)
+
+
+def test_a_named_cluster_is_in_the_name() -> None:
+    """One workspace, several clusters' deployments: the channel list says which is which.
+    A deployment that never named its cluster (`default`) keeps the short name."""
+    assert channel_name("INC-20260105-geo-3f2a", cluster="prod-eu") == (
+        "inc-20260105-prod-eu-geo-3f2a"
+    )
+    assert channel_name("INC-20260105-geo-3f2a", 1, cluster="Prod EU") == (
+        "inc-20260105-prod-eu-geo-3f2a-2"
+    )
+    assert channel_name("INC-20260105-geo-3f2a", cluster="default") == "inc-20260105-geo-3f2a"
+    assert channel_name("INC-20260105-geo-3f2a", cluster="--") == "inc-20260105-geo-3f2a"
+    assert channel_name("odd-id", cluster="prod") == "inc-prod-odd-id"
+    assert root_cause_name("INC-20260105-frontend-3f2a", "geo", cluster="prod") == (
+        "inc-20260105-prod-geo-3f2a"
+    )
+    assert root_cause_name("odd-id", "geo", cluster="prod") == "inc-prod-odd-id"
 
 
 def test_the_name_follows_the_diagnosed_root_cause() -> None:

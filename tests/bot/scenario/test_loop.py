@@ -54,9 +54,9 @@ def test_approve_runs_one_transaction_and_undo_restores_the_object(
     channel, plan_ts = lab.message_ref(incident.id, MessageKind.PLAN) or ("", "")
     info = ws.channel(channel)
     # Named after the diagnosed root cause (geo), not the symptom the alerts pointed at.
-    assert info["name"] == root_cause_name(incident.id, "geo")
+    assert info["name"] == root_cause_name(incident.id, "geo", cluster="lab")
     assert "-geo-" in info["name"] and "root cause geo" in info["topic"]["value"]
-    assert info["name"].startswith("inc-20260105-")
+    assert info["name"].startswith("inc-20260105-lab-")  # the harness's STRATUS_CLUSTER_NAME
     members = lab.services.slack.members(channel)
     assert {"U0ALICE01", "U0BOB0002"} <= members  # @sre-approvers, resolved to its members
     opened = lab.wait_message(incident.id, MessageKind.OPENED)
