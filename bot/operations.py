@@ -35,14 +35,16 @@ from agents.detection.inbox import AlertInbox
 from agents.incident.approvals import Verdict
 from agents.model import Alert, IncidentState, Scope, TransactionId
 from agents.tnr import TransactionEngine, Undoer, UndoResult, UndoStatus, recover
+from agents.tnr.records import TransactionRecord
 from agents.wiring import Brain
 from bot.directory import Directory
-from bot.errors import SlackCallFailed
+from bot.errors import RunLater, SlackCallFailed
 from bot.metrics import BotMetrics
 from bot.notifier import SlackNotifier
 from bot.render import View, render_undo_drift, render_undo_result
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
+from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ VIEW_UPDATE_PAUSE_S = 1.0
 DecisionKey = tuple[str, str, str, str]
 #: How long a decision just made absorbs repeats of the same click.
 REPEAT_WINDOW_S = 2.0
+#: An Undo passed on by another cluster's deployment and not run within this long (this
+#: cluster's Stratus was down) is dropped, and the person told.
+FORWARDED_UNDO_TTL_S = 600.0
 
 #: States a follower's decision leaves an incident in without driving it (an approval moves it
 #: to EXECUTING, a rejection to PLANNING, `/stratus declare` opens it DETECTED); the leader's
@@ -92,6 +97,7 @@ class IncidentOps:
         #: decision → until when a repeat of it is absorbed (inf: waiting or running)
         self._decisions: dict[DecisionKey, float] = {}
         self.repeat_window_s = REPEAT_WINDOW_S
+        self._forwarded: set[int] = set()  # forwarded Undo requests waiting or running here
 
     # -------------------------------------------------------------------- detection
 
@@ -173,6 +179,8 @@ class IncidentOps:
         incidents a follower's decision moved (`DECIDED`) that no drive here is handling."""
         if self._inbox is not None:
             self._inbox.drain(self.ingest)
+        if self.brain.cluster:
+            self.forwarded_undos()
         for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
             with self._lock:
                 busy = row.id in self._drives_waiting or row.id in self._driving
@@ -310,36 +318,134 @@ class IncidentOps:
         confirm_drift: bool = False,
     ) -> None:
         """Undo a committed transaction. With a modal open (`view_id`), its content becomes
-        the result — or the drift and a request for explicit confirmation."""
+        the result — or the drift and a request for explicit confirmation. A transaction of
+        another cluster is passed on to that cluster's Stratus (`forwarded_undos`)."""
         tx = self.brain.engine.ledger.transaction(TransactionId(transaction_id))
         theirs = self._other_cluster(tx.scope)
         if theirs:
-            # Fail closed: this deployment's credentials write its own cluster only.
-            self._reply(
-                channel,
-                user,
-                f"This change was made in cluster `{theirs}`, and this click reached the "
-                f"Stratus of `{self.brain.cluster}`, which changed nothing. Click Undo again: "
-                "Slack hands each click to one of the app's connections.",
+            self._forward_undo(
+                tx.id, theirs, user=user, channel=channel, view_id=view_id, drift=confirm_drift
             )
             return
+        self._undo_here(tx, user=user, channel=channel, view_id=view_id, drift=confirm_drift)
+
+    def _undo_here(
+        self,
+        tx: TransactionRecord,
+        *,
+        user: str,
+        channel: str | None,
+        view_id: str | None,
+        drift: bool,
+        ran: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Run the Undo in the scope's lane; `ran` is called once it ran (or failed), not when
+        the lane puts it off for later."""
 
         def run() -> None:
-            person = self._directory.person(user)
-            result = self.brain.approvals.undo(transaction_id, person, confirm_drift=confirm_drift)
-            logger.info("undo %s by %s: %s", transaction_id, user, result.status)
+            try:
+                person = self._directory.person(user)
+                result = self.brain.approvals.undo(tx.id, person, confirm_drift=drift)
+            except RunLater:
+                raise
+            except Exception:
+                ran()
+                raise
+            ran()
+            logger.info("undo %s by %s: %s", tx.id, user, result.status)
             self._show_undo(result, user=user, channel=channel, view_id=view_id)
 
         self._lanes.submit(
             f"scope:{tx.scope.key}",
             run,
-            Origin(
-                what=f"undo {transaction_id}",
+            Origin(what=f"undo {tx.id}", user=user, channel=channel, incident_id=tx.incident_id),
+        )
+
+    def _forward_undo(
+        self,
+        transaction_id: str,
+        cluster: str,
+        *,
+        user: str,
+        channel: str | None,
+        view_id: str | None,
+        drift: bool,
+    ) -> None:
+        """Slack handed a click on another cluster's change to this deployment, whose
+        credentials write its own cluster only: record the request for that cluster's
+        leader, which runs it and answers the person."""
+        mine = self.brain.cluster
+        try:
+            self.brain.store.undo_requests.put(
+                cluster=cluster,
+                transaction_id=transaction_id,
                 user=user,
                 channel=channel,
-                incident_id=tx.incident_id,
-            ),
+                view_id=view_id,
+                confirm_drift=drift,
+                via=mine,
+            )
+        except StorageError as e:
+            logger.warning("undo %s for cluster %s not passed on: %s", transaction_id, cluster, e)
+            self._reply(
+                channel,
+                user,
+                f"This change was made in cluster `{cluster}`, and this click reached the "
+                f"Stratus of `{mine}`, which could not pass it on (its database did not "
+                "answer). Nothing was changed; click Undo again.",
+            )
+            return
+        logger.info("undo %s by %s passed on to cluster %s", transaction_id, user, cluster)
+        self._reply(
+            channel,
+            user,
+            f"This change was made in cluster `{cluster}`; your click reached the Stratus of "
+            f"`{mine}`, which cannot write there. It passed the Undo on to `{cluster}`'s "
+            "Stratus, which will answer here.",
         )
+
+    def forwarded_undos(self) -> None:
+        """The leader, every retry period: run the Undo clicks other clusters' deployments
+        passed on for this cluster. A request older than `FORWARDED_UNDO_TTL_S` (this
+        cluster's Stratus was down) is dropped and the person told: an Undo nobody expects
+        any more must not land."""
+        store = self.brain.store
+        for request in store.undo_requests.take(self.brain.cluster):
+            with self._lock:
+                if request.id in self._forwarded:
+                    continue  # waiting or running in its lane
+                self._forwarded.add(request.id)
+
+            def ran(request_id: int = request.id) -> None:
+                store.undo_requests.remove(request_id)
+                with self._lock:
+                    self._forwarded.discard(request_id)
+
+            age_s = request.age_s  # by the database's clock: the two clusters' may differ
+            if age_s > FORWARDED_UNDO_TTL_S:
+                ran()
+                self._reply(
+                    request.channel,
+                    request.user,
+                    f"Your Undo of {request.transaction_id} (clicked {age_s / 60:.0f} min ago, "
+                    f"passed on by the Stratus of `{request.via}`) reached this cluster's "
+                    "Stratus too late and was not run. Click Undo again if you still want it.",
+                )
+                continue
+            try:
+                tx = self.brain.engine.ledger.transaction(TransactionId(request.transaction_id))
+            except StorageError as e:
+                logger.warning("forwarded undo %s dropped: %s", request.transaction_id, e)
+                ran()
+                continue
+            self._undo_here(
+                tx,
+                user=request.user,
+                channel=request.channel,
+                view_id=request.view_id,
+                drift=request.confirm_drift,
+                ran=ran,
+            )
 
     def _show_undo(
         self, result: UndoResult, *, user: str, channel: str | None, view_id: str | None

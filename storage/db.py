@@ -24,9 +24,10 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy import Engine, create_engine, event, exc, func, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
@@ -147,6 +148,16 @@ def translate(error: exc.SQLAlchemyError) -> StorageError:
     if isinstance(error, exc.OperationalError | exc.InterfaceError | exc.TimeoutError):
         return Unavailable(detail)
     return StorageError(detail)
+
+
+def database_now(session: Session, dialect: str) -> datetime:
+    """What time it is by the database: PostgreSQL's `clock_timestamp()`, one clock for every
+    replica and every cluster's deployment whatever their own clocks say; on SQLite — one
+    file on one host — that host's UTC clock."""
+    if dialect == "postgresql":
+        now: datetime = session.execute(select(func.clock_timestamp())).scalar_one()
+        return now.astimezone(UTC)
+    return datetime.now(UTC)
 
 
 class Database:

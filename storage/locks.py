@@ -33,8 +33,9 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
+from storage.db import database_now
 from storage.errors import StaleToken
 from storage.repos.base import Repository
 from storage.tables import WriterLockRow
@@ -200,10 +201,7 @@ class WriterLocks(Repository):
             if now.tzinfo is None or now.utcoffset() is None:
                 raise ValueError(f"naive datetime {now.isoformat()} (use a timezone-aware one)")
             return now.astimezone(UTC)
-        if self._db.dialect == "postgresql":
-            database_now: datetime = s.exec(select(func.clock_timestamp())).one()
-            return database_now.astimezone(UTC)
-        return datetime.now(UTC)
+        return database_now(s, self._db.dialect)
 
     def _ensure_row(self, s: Session, scope: str, holder: str, now: datetime | None) -> None:
         # A free, already expired row with token 0: the first acquisition then takes it like

@@ -18,6 +18,7 @@ from storage.repos import (
     SlackMessageRepository,
     TransactionRepository,
     UndoRepository,
+    UndoRequestRepository,
 )
 
 
@@ -34,6 +35,7 @@ class Store:
     journal: JournalRepository
     slack_messages: SlackMessageRepository
     inbox: InboxRepository
+    undo_requests: UndoRequestRepository
     locks: WriterLocks
 
     @classmethod
@@ -50,6 +52,7 @@ class Store:
             journal=JournalRepository(db),
             slack_messages=SlackMessageRepository(db),
             inbox=InboxRepository(db),
+            undo_requests=UndoRequestRepository(db),
             locks=WriterLocks(db),
         )
 

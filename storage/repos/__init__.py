@@ -11,6 +11,7 @@ from storage.repos.plans import PlanRepository
 from storage.repos.slack import SlackMessageRepository
 from storage.repos.transactions import TransactionRepository
 from storage.repos.undo import ObjectKey, UndoRepository
+from storage.repos.undo_requests import UndoRequest, UndoRequestRepository
 
 __all__ = [
     "ApprovalRepository",
@@ -24,4 +25,6 @@ __all__ = [
     "SlackMessageRepository",
     "TransactionRepository",
     "UndoRepository",
+    "UndoRequest",
+    "UndoRequestRepository",
 ]

@@ -10,7 +10,13 @@ from storage.tables.incidents import (
     TimelineEventRow,
 )
 from storage.tables.plans import ApprovalRow, PlanRow
-from storage.tables.records import SCHEDULER_JOBS_TABLE, AuditRow, InboxRow, JournalEntryRow
+from storage.tables.records import (
+    SCHEDULER_JOBS_TABLE,
+    AuditRow,
+    InboxRow,
+    JournalEntryRow,
+    UndoRequestRow,
+)
 from storage.tables.transactions import TransactionRow, UndoEntryRow, WriterLockRow
 
 __all__ = [
@@ -27,6 +33,7 @@ __all__ = [
     "TimelineEventRow",
     "TransactionRow",
     "UndoEntryRow",
+    "UndoRequestRow",
     "WriterLockRow",
     "metadata",
 ]

@@ -42,6 +42,24 @@ class InboxRow(SQLModel, table=True):
     alerts: list[dict[str, Any]] = json_field(list_default=True)
 
 
+class UndoRequestRow(SQLModel, table=True):
+    """An Undo click that reached the deployment of another cluster than the change's: that
+    deployment cannot write there, so it records the request for the owning cluster's leader
+    (one Slack app hands each click to any of its connections)."""
+
+    __tablename__: ClassVar[str] = "undo_requests"
+
+    id: int | None = Field(default=None, primary_key=True)
+    cluster: str = Field(index=True)  # the cluster whose deployment must act
+    transaction_id: str
+    user: str
+    channel: str | None = None
+    view_id: str | None = None
+    confirm_drift: bool = False
+    requested_at: datetime = utc_field()
+    via: str  # the cluster whose deployment received the click
+
+
 class JournalEntryRow(SQLModel, table=True):
     """One observed change of a watched object (who changed what, and when)."""
 

@@ -37,6 +37,7 @@ TABLES = {
     "slack_messages",
     "apscheduler_jobs",
     "alert_inbox",
+    "undo_requests",
 }
 
 
@@ -61,7 +62,7 @@ def tables(url: str) -> set[str]:
 def test_upgrade_from_empty_matches_the_models(empty_url: str) -> None:
     assert current(empty_url) is None
     upgrade(empty_url)
-    assert current(empty_url) == head() == "0003"
+    assert current(empty_url) == head() == "0004"
     assert tables(empty_url) == TABLES | {"alembic_version"}
     assert schema_diff(empty_url) == []
 
@@ -232,5 +233,35 @@ def test_the_inbox_keeps_alerts_per_cluster_until_removed(database_url: str) -> 
         store.inbox.remove([first])
         assert [i for i, _ in store.inbox.take("prod")] == [second]
         assert store.inbox.count("staging") == 1
+    finally:
+        store.close()
+
+
+def test_undo_requests_wait_per_cluster_until_removed(database_url: str) -> None:
+    from storage import Store
+
+    upgrade(database_url)
+    store = Store.connect(database_url)
+    try:
+        common = {"user": "U1", "channel": "C1", "view_id": None, "via": "west"}
+        first = store.undo_requests.put(
+            cluster="east", transaction_id="tx-1", confirm_drift=False, **common
+        )
+        store.undo_requests.put(
+            cluster="west", transaction_id="tx-2", confirm_drift=False, **common
+        )
+        second = store.undo_requests.put(
+            cluster="east", transaction_id="tx-3", confirm_drift=True, **common
+        )
+        taken = store.undo_requests.take("east")
+        assert [(r.id, r.transaction_id, r.confirm_drift) for r in taken] == [
+            (first, "tx-1", False),
+            (second, "tx-3", True),
+        ]
+        # Stamped and aged by the database's clock (the deployments' clocks may differ).
+        assert taken[0].via == "west" and 0 <= taken[0].age_s < 60
+        store.undo_requests.remove(first)
+        assert [r.id for r in store.undo_requests.take("east")] == [second]
+        assert [r.transaction_id for r in store.undo_requests.take("west")] == ["tx-2"]
     finally:
         store.close()

@@ -45,6 +45,7 @@ REGISTRY: dict[str, tuple[str, ...]] = {
         "storage/repos/undo.py:UndoRepository.get",
         "storage/repos/undo.py:UndoRepository.later_transactions",
         "storage/repos/undo.py:UndoRepository.stack",
+        "storage/repos/undo_requests.py:UndoRequestRepository.take",
     ),
     "db:scheduler": ("storage/scheduler.py:jobstore",),
     "db:write": (
@@ -71,6 +72,8 @@ REGISTRY: dict[str, tuple[str, ...]] = {
         "storage/repos/transactions.py:TransactionRepository.set_status",
         "storage/repos/undo.py:UndoRepository._set_state",
         "storage/repos/undo.py:UndoRepository.push",
+        "storage/repos/undo_requests.py:UndoRequestRepository.put",
+        "storage/repos/undo_requests.py:UndoRequestRepository.remove",
     ),
     "http:urlopen": (
         "bot/cli/lab_commands.py:inject",

@@ -4,7 +4,8 @@ shares the workspace and PostgreSQL. The same fault in both at once opens two in
 naming its cluster. A click may reach either deployment (Slack hands it to any of the app's
 connections): east's approval goes through west's Stratus, which records it and leaves the
 incident to east; west's is a click in the workspace. Each incident is mitigated by its own
-cluster's Stratus, in its own cluster only."""
+cluster's Stratus, in its own cluster only; an Undo of west's change that reaches east's
+Stratus is passed on to west's and run there."""
 
 from __future__ import annotations
 
@@ -137,6 +138,8 @@ def test_two_clusters_two_incidents_each_mitigated_in_its_own_cluster(
             )
             opened = east.wait_message(incident_id, MessageKind.OPENED)
             assert f"on `{cluster}`" in text_of(opened), text_of(opened)
+            home, _ = east.message_ref(incident_id, MessageKind.SUMMARY) or ("", "")
+            assert f"-{cluster}-" in ws.channel(home)["name"], ws.channel(home)
             east.wait_message(
                 incident_id, MessageKind.PLAN, predicate=lambda m: ActionId.APPROVE in buttons(m)
             )
@@ -168,5 +171,26 @@ def test_two_clusters_two_incidents_each_mitigated_in_its_own_cluster(
         # Each cluster's Service is back as it was; nothing crossed over.
         for name, w in worlds.items():
             assert geo_spec(w) == original[name], name
+
+        # An Undo of west's change that Slack hands to east's Stratus: east cannot write
+        # west's cluster, so it passes the request on through the database; west's leader
+        # runs it in west (alice approved the change, so she may undo it), and east's
+        # cluster is untouched.
+        [west_tx] = machines["west"].transactions(incidents["west"])
+        west_channel, _ = east.message_ref(incidents["west"], MessageKind.PLAN) or ("", "")
+        east.services.incidents.undo(
+            transaction_id=west_tx.id, user="U0ALICE01", channel=west_channel, view_id=None
+        )
+        ledger = machines["west"].engine.ledger
+        east.wait(
+            "west's change undone by west",
+            lambda: ledger.transaction(west_tx.id).status.value == "undone",
+            timeout=60,
+        )
+        assert geo_spec(west.world) == broken["west"]
+        assert geo_spec(east.world) == original["east"]
+        east.wait("the request done", lambda: store.undo_requests.take("west") == [], timeout=10)
+        told = [m["text"] for m in ws.ephemerals(west_channel, "alice")]
+        assert any("passed the Undo on to `west`" in t for t in told), told
     finally:
         next(west_context, None)
