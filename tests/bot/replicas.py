@@ -32,6 +32,8 @@ HOTEL = "hotel-reservation"
 TOKEN = "replica-test-webhook-token"
 #: The replicas' leader Lease: short, so that a takeover takes seconds.
 LEASE_S, RENEW_DEADLINE_S, RETRY_S = 6.0, 4.0, 1.0
+#: STRATUS_SCAN_INTERVAL_S: the issue's bound on a takeover is the lease plus one scan.
+SCAN_INTERVAL_S = 10
 
 
 def wait(what: str, check: Callable[[], T | None], timeout_s: float, step_s: float = 0.25) -> T:
@@ -179,7 +181,7 @@ def replica_lab(
         STRATUS_NAMESPACES=HOTEL,
         STRATUS_POLICY_FILE=str(policy),
         STRATUS_PROMETHEUS_URL=alerting.prometheus_url,
-        STRATUS_SCAN_INTERVAL_S="10",
+        STRATUS_SCAN_INTERVAL_S=str(SCAN_INTERVAL_S),
         STRATUS_WEBHOOK_TOKEN=TOKEN,
         STRATUS_LEADER_LEASE_S=f"{LEASE_S:g}",
         STRATUS_LEADER_RENEW_DEADLINE_S=f"{RENEW_DEADLINE_S:g}",

@@ -1,8 +1,9 @@
 """SIGKILL the leading `stratus run` process in each of DIAGNOSING, AWAITING_APPROVAL,
 EXECUTING and VALIDATING of one incident (`replica_failover.py`): each time another replica
-takes the Lease within the lease plus two retry periods (and a loaded machine's scheduling),
-the incident reaches the end an uninterrupted bot reaches — closed, the fault mitigated — and
-every transaction's undo stack is whole. `benchmarks/failover_processes.py` writes the table
+takes the Lease within the lease duration plus one scan interval (the issue's bound; measured
+6–11 s with a 6 s lease, the replacement process starting up beside it), the incident reaches
+the end an uninterrupted bot reaches — closed, the fault mitigated — and every transaction's
+undo stack is whole. `benchmarks/failover_processes.py` writes the table
 of `docs/ha.md`."""
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import pytest
 
 from lab.alerts.stack import binaries
 from tests.bot.replica_failover import STATES, fail_over_in_each_state
-from tests.bot.replicas import LEASE_S, RETRY_S
+from tests.bot.replicas import LEASE_S, SCAN_INTERVAL_S
 from tests.conftest import require
 
 pytestmark = pytest.mark.timeout(1200)
 
-TAKEOVER_BOUND_S = LEASE_S + 2 * RETRY_S + 3.0
+TAKEOVER_BOUND_S = LEASE_S + SCAN_INTERVAL_S
 
 
 @pytest.fixture
