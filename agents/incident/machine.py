@@ -361,15 +361,7 @@ class IncidentMachine:
         if self._resolved_when_healthy(incident, ran):
             return
         cut_short = self.interruptions(incident.id)
-        if len(ran) + cut_short >= policy.attempts:
-            lost = f" ({cut_short} more cut short when the bot stopped)" if cut_short else ""
-            self._escalate(
-                incident,
-                Escalation(
-                    reason=f"{len(ran)} attempt(s) did not make the scope healthy{lost}",
-                    runbook=_attempts_runbook(attempts),
-                ),
-            )
+        if self._out_of_attempts(incident, policy, attempts, cut_short=cut_short):
             return
         diagnosis = self.diagnosis(incident.id)
         if diagnosis is None or attempts or cut_short:
@@ -378,14 +370,7 @@ class IncidentMachine:
             if diagnosis is None:
                 return
         proposal = self._planner.plan(incident, diagnosis, attempts, now=self.clock.now())
-        if proposal.escalation is not None or not proposal.candidates:
-            self._escalate(
-                incident,
-                proposal.escalation
-                or Escalation(
-                    reason="no admissible plan for this diagnosis", runbook=diagnosis.summary
-                ),
-            )
+        if self._nothing_proposed(incident, proposal, diagnosis):
             return
         chosen, alternatives, errors = self._first_admissible(incident, proposal.candidates)
         if chosen is None:
@@ -402,12 +387,50 @@ class IncidentMachine:
             incident,
             proposal,
             [chosen, *[(a, ()) for a in alternatives]],
-            attempt=len(ran) + 1,
+            attempt=len(ran) + cut_short + 1,
             now=now,
             expires=now + timedelta(seconds=policy.approval_ttl_s),
         )
         self.store.plans.create_many([plan_row(p) for p in plans])
         self._submit(incident, policy, proposal, plans, now=now)
+
+    def _nothing_proposed(
+        self, incident: Incident, proposal: Proposal, diagnosis: Diagnosis
+    ) -> bool:
+        """Escalate when the planner escalates or finds no candidate."""
+        if proposal.escalation is None and proposal.candidates:
+            return False
+        self._escalate(
+            incident,
+            proposal.escalation
+            or Escalation(
+                reason="no admissible plan for this diagnosis", runbook=diagnosis.summary
+            ),
+        )
+        return True
+
+    def _out_of_attempts(
+        self,
+        incident: Incident,
+        policy: NamespacePolicy,
+        attempts: Sequence[Attempt],
+        *,
+        cut_short: int,
+    ) -> bool:
+        """Escalate once the namespace's attempts are spent: every plan that ran (admission's
+        refusals do not count) and every transaction cut short by a dead writer."""
+        ran = [a for a in attempts if a.outcome.kind is not OutcomeKind.REFUSED]
+        if len(ran) + cut_short < policy.attempts:
+            return False
+        lost = f" ({cut_short} more cut short when the bot stopped)" if cut_short else ""
+        self._escalate(
+            incident,
+            Escalation(
+                reason=f"{len(ran)} attempt(s) did not make the scope healthy{lost}",
+                runbook=_attempts_runbook(attempts),
+            ),
+        )
+        return True
 
     def _resolved_when_healthy(self, incident: Incident, ran: Sequence[Attempt]) -> bool:
         """Nothing to fix is the best plan: a scope that is healthy now (a fix that took effect
