@@ -34,7 +34,7 @@ from agents.detection.events import Detection
 from agents.detection.inbox import AlertInbox
 from agents.incident.approvals import Verdict
 from agents.model import Alert, IncidentState, Scope, TransactionId
-from agents.tnr import TransactionEngine, Undoer, UndoResult, UndoStatus, recover
+from agents.tnr import Recovered, TransactionEngine, Undoer, UndoResult, UndoStatus, recover
 from agents.tnr.records import TransactionRecord
 from agents.wiring import Brain
 from bot.directory import Directory
@@ -98,6 +98,8 @@ class IncidentOps:
         self._decisions: dict[DecisionKey, float] = {}
         self.repeat_window_s = REPEAT_WINDOW_S
         self._forwarded: set[int] = set()  # forwarded Undo requests waiting or running here
+        self._recovery_waiting = False  # a recovery pass is due when a writer lease lapses
+        self._recovering = threading.Lock()
 
     # -------------------------------------------------------------------- detection
 
@@ -203,15 +205,52 @@ class IncidentOps:
             self.drive(row.id)
         self._notifier.retry_failed()
 
-    def recover(self) -> None:
-        # A separate holder: a transaction running in this process holds its lease under
-        # the main holder, so recovery sees it as busy instead of taking it over.
-        for result in recover(
-            self._recovery_engine, self._recovery_undoer, cluster=self.brain.cluster or None
-        ):
+    def recover(self) -> list[Recovered]:
+        """One recovery pass at a time in this process (start-up, housekeeping and the pass
+        due when a writer lease lapses may meet): recovery's holder is one, and a holder
+        re-acquiring its own lease keeps it, so two passes could both take a transaction."""
+        if not self._recovering.acquire(blocking=False):
+            return []  # the pass under way finishes what there is
+        try:
+            # A separate holder: a transaction running in this process holds its lease under
+            # the main holder, so recovery sees it as busy instead of taking it over.
+            results = recover(
+                self._recovery_engine, self._recovery_undoer, cluster=self.brain.cluster or None
+            )
+        finally:
+            self._recovering.release()
+        for result in results:
             logger.info(
                 "recovery of %s (%s): %s", result.transaction_id, result.was, result.message
             )
+        if any(r.busy for r in results):
+            self._recover_soon()
+        return results
+
+    def _recover_soon(self) -> None:
+        """A writer lease still holds a transaction recovery wants (after a failover, the dead
+        leader's): look again a heartbeat later (a third of the lease) rather than at the next
+        housekeeping, so the transaction is finished and its incident driven about when the
+        lease runs out — not up to `housekeeping_interval_s` after."""
+        with self._lock:
+            if self._recovery_waiting:
+                return
+            self._recovery_waiting = True
+        due = time.monotonic() + self._recovery_engine.limits.lock_ttl_s / 3
+
+        def again() -> None:
+            left = due - time.monotonic()
+            if left > 0:
+                raise RunLater("a writer lease still runs", left)
+            with self._lock:
+                self._recovery_waiting = False
+            if not self._leads():
+                return
+            if any(r.outcome is not None for r in self.recover()):
+                for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
+                    self.drive(row.id)
+
+        self._lanes.submit("recovery", again, Origin(what="recovery after a writer lease"))
 
     # -------------------------------------------------------------------- decisions
 

@@ -41,6 +41,8 @@ class Recovered:
     was: TransactionStatus
     outcome: OutcomeKind | None  # None when the scope was busy (left for later)
     message: str
+    #: The scope's writer lease is held (a dead writer's has not run out yet): try again.
+    busy: bool = False
 
 
 def recover(
@@ -72,6 +74,7 @@ def recover(
                     was=tx.status,
                     outcome=None,
                     message="scope busy; left for later",
+                    busy=True,
                 )
             )
             continue
