@@ -58,6 +58,10 @@ def _transactions(result: ProcessFailover) -> str:
     return "; ".join(parts) or "none"
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def report(results: list[ProcessFailover]) -> str:
     lines = [
         "# Failover between `stratus run` processes, in each state of one incident",
@@ -80,14 +84,15 @@ def report(results: list[ProcessFailover]) -> str:
             lines.append(f"| {n} | {t.state} | {t.killed} → {t.leader} | {t.takeover_s:.2f} |")
     lines += [
         "",
-        "| run | end | mitigated | transactions (undo entries) | clicks | fault → end (s) |",
-        "|---:|---|---|---|---:|---:|",
+        "| run | end | mitigated | transactions (undo entries) | clicks | fault → end (s) "
+        "| VALIDATING kill → recovery (s) |",
+        "|---:|---|---|---|---:|---:|---:|",
     ]
     for n, r in enumerate(results, 1):
         mitigated = "yes" if r.mitigated else "no: " + r.problems
         lines.append(
             f"| {n} | {r.end} | {mitigated} | {_transactions(r)} | {r.approvals} "
-            f"| {r.elapsed_s:.0f} |"
+            f"| {r.elapsed_s:.0f} | {_seconds(r.recovery_s)} |"
         )
     times = [t.takeover_s for r in results for t in r.takeovers]
     if times:
@@ -98,7 +103,9 @@ def report(results: list[ProcessFailover]) -> str:
             "0.1 s). A transaction rolled back after the EXECUTING or VALIDATING kill is "
             "recovery at work: the killed leader never recorded its validation, so the new "
             "leader restores the snapshot once the dead writer's lease lapses (its undo "
-            "entries are then `restored`) and the plan is tried again.",
+            "entries are then `restored`) and the plan is tried again. Recovery looks again "
+            f"a third of the writer lease ({LOCK_LEASE_S / 3:g} s) after finding it held, so "
+            f"the rollback starts within about {LOCK_LEASE_S * 4 / 3:g} s of the kill.",
             "",
         ]
     return "\n".join(lines)

@@ -61,6 +61,7 @@ class Takeover:
     killed: str  # the replica SIGKILLed
     leader: str  # the replica that took over
     takeover_s: float  # the kill → the new leader says so on /readyz
+    killed_at: float  # wall-clock time of the kill
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +74,9 @@ class ProcessFailover:
     mitigated: bool
     problems: str
     elapsed_s: float  # the fault → the incident's end
+    #: The VALIDATING kill → recovery's abort of the dead leader's transaction (it may start
+    #: only once the writer lease has run out); None without such a kill or abort.
+    recovery_s: float | None = None
 
     @property
     def end(self) -> str:
@@ -160,6 +164,7 @@ def fail_over_in_each_state(
     assert not pending, f"the incident ended {state} before it entered {pending}"
 
     timeline = [(e.state, e.message) for e in store.incidents.timeline(incident.id)]
+    recovery_s = _recovery_s(store, incident.id, takeovers)
     txs = store.transactions.list_for_incident(incident.id)
     verdict = check_mitigation(lab.world, injection, window_s=5)
     give_up = time.monotonic() + 20  # the lab's telemetry runs in its own threads
@@ -175,15 +180,33 @@ def fail_over_in_each_state(
         mitigated=verdict.mitigated,
         problems="; ".join(verdict.problems),
         elapsed_s=elapsed,
+        recovery_s=recovery_s,
     )
+
+
+def _recovery_s(store: Store, incident_id: str, takeovers: list[Takeover]) -> float | None:
+    killed = next((t.killed_at for t in takeovers if t.state == "validating"), None)
+    aborts = [
+        a.at.timestamp()
+        for a in store.audit.query(verb="abort", incident_id=incident_id)
+        if a.detail.get("recovery")
+    ]
+    later = [at - killed for at in aborts if killed is not None and at >= killed]
+    return min(later) if later else None
 
 
 def _kill_and_take_over(replicas: Replicas, victim: str, state: str) -> Takeover:
     replicas.live.pop(victim).kill()
-    killed = time.monotonic()
+    killed, killed_at = time.monotonic(), time.time()
     replicas.add()  # a fresh follower, as a Deployment replaces a dead pod
     leader = wait("another replica to lead", replicas.leader, 60, step_s=0.1)
-    return Takeover(state=state, killed=victim, leader=leader, takeover_s=time.monotonic() - killed)
+    return Takeover(
+        state=state,
+        killed=victim,
+        leader=leader,
+        takeover_s=time.monotonic() - killed,
+        killed_at=killed_at,
+    )
 
 
 def _approve(lab: Any, store: Store, incident_id: str) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lab.alerts.stack import binaries
-from tests.bot.replica_failover import STATES, fail_over_in_each_state
+from tests.bot.replica_failover import LOCK_LEASE_S, STATES, fail_over_in_each_state
 from tests.bot.replicas import LEASE_S, SCAN_INTERVAL_S
 from tests.conftest import require
 
@@ -37,6 +37,9 @@ def test_a_killed_leader_in_any_state_loses_nothing(tmp_path: Path, stack: ExitS
     assert [t.state for t in run.takeovers] == list(STATES)
     for t in run.takeovers:
         assert t.leader != t.killed and t.takeover_s <= TAKEOVER_BOUND_S, t
+    # The dead leader's transaction is taken over about when its writer lease runs out (the
+    # pass due a third of a lease later), not at the next housekeeping 30 s on.
+    assert run.recovery_s is not None and run.recovery_s <= LOCK_LEASE_S * 4 / 3 + 5, run
     states = [s for s, _ in run.timeline]
     assert run.end == "closed" and "resolved" in states, run.timeline
     assert run.mitigated, run.problems
