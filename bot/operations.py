@@ -44,7 +44,7 @@ from bot.notifier import SlackNotifier
 from bot.render import View, render_undo_drift, render_undo_result
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
-from storage.errors import StorageError
+from storage.errors import NotFound, StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -473,9 +473,14 @@ class IncidentOps:
                 continue
             try:
                 tx = self.brain.engine.ledger.transaction(TransactionId(request.transaction_id))
-            except StorageError as e:
-                logger.warning("forwarded undo %s dropped: %s", request.transaction_id, e)
+            except NotFound:
+                logger.warning("forwarded undo of unknown %s dropped", request.transaction_id)
                 ran()
+                continue
+            except StorageError as e:  # kept for the next pickup
+                logger.warning("forwarded undo %s waits: %s", request.transaction_id, e)
+                with self._lock:
+                    self._forwarded.discard(request.id)
                 continue
             self._undo_here(
                 tx,

@@ -192,5 +192,16 @@ def test_two_clusters_two_incidents_each_mitigated_in_its_own_cluster(
         east.wait("the request done", lambda: store.undo_requests.take("west") == [], timeout=10)
         told = [m["text"] for m in ws.ephemerals(west_channel, "alice")]
         assert any("passed the Undo on to `west`" in t for t in told), told
+        # A request for a transaction nobody knows is dropped, not retried for ever.
+        store.undo_requests.put(
+            cluster="west",
+            transaction_id="tx-unknown",
+            user="U0ALICE01",
+            channel=west_channel,
+            view_id=None,
+            confirm_drift=False,
+            via="east",
+        )
+        east.wait("the unknown request dropped", lambda: not store.undo_requests.take("west"))
     finally:
         next(west_context, None)
