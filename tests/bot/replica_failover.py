@@ -30,7 +30,7 @@ from lab.alerts.stack import free_port
 from lab.faults import check_mitigation, fault
 from storage import Store
 from tests.bot.replicas import HOTEL, Replica, replica_lab, wait
-from tests.bot.scenario.harness import buttons
+from tests.bot.scenario.harness import GEO_TARGET_PORT_ANSWER, buttons
 from tests.support.anthropic_standin import Turn, messages_standin, tool_use
 
 STATES = ("diagnosing", "awaiting_approval", "executing", "validating")
@@ -41,18 +41,6 @@ THINK_S = 8.0
 #: shortened to fit a third of it (2 tries × 2 s against a local lab).
 LOCK_LEASE_S = 15
 ENDS = ("closed", "escalated")
-#: The answer of the stand-in model for the lab's wrong-target-port fault on geo.
-ANSWER = {
-    "root_cause": {
-        "service": "geo",
-        "category": "virtualization/misconfiguration",
-        "confidence": 0.9,
-        "explanation": "Service geo targets a port where nothing listens; search is refused.",
-        "evidence": [0],
-    },
-    "alternatives": [],
-    "summary": "geo's Service points at the wrong port.",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,7 +72,9 @@ class ProcessFailover:
 
 
 def thinking(body: dict[str, Any]) -> Turn:
-    return dataclasses.replace(tool_use("submit_diagnosis", ANSWER), delay_s=THINK_S)
+    return dataclasses.replace(
+        tool_use("submit_diagnosis", GEO_TARGET_PORT_ANSWER), delay_s=THINK_S
+    )
 
 
 class Replicas:

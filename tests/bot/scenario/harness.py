@@ -48,6 +48,19 @@ BOLT_ACK_TIMEOUT_S = 12
 #: The bot's STRATUS_WEBHOOK_TOKEN in these tests; the forwarder sends it as Alertmanager would.
 WEBHOOK_TOKEN = "test-webhook-token"
 
+#: What the scripted Messages API's "model" answers (`submit_diagnosis`) for the lab's
+#: wrong-target-port fault on hotel-reservation's geo.
+GEO_TARGET_PORT_ANSWER = {
+    "root_cause": {
+        "service": "geo",
+        "category": "virtualization/misconfiguration",
+        "confidence": 0.9,
+        "explanation": "Service geo targets a port where nothing listens; search is refused.",
+        "evidence": [0],
+    },
+    "alternatives": [],
+    "summary": "geo's Service points at the wrong port.",
+}
 POLICY = """\
 defaults:
   autonomy: propose

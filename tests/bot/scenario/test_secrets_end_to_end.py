@@ -33,7 +33,7 @@ from lab.faults import fault
 from lab.kube.logs import LogQuery, pod_log
 from tests.agents.test_redact import CORPUS
 from tests.bot.scenario.conftest import MakeLab
-from tests.bot.scenario.harness import HOTEL, BotLab
+from tests.bot.scenario.harness import GEO_TARGET_PORT_ANSWER, HOTEL, BotLab
 from tests.support.anthropic_standin import MessagesStandIn, Turn, messages_standin, tool_use
 
 #: One non-secret marker per seeded place.
@@ -45,17 +45,6 @@ MARKERS = {
     "log": "marker-log-8e1c",
 }
 GEO = "io.kompose.service=geo"
-ANSWER = {
-    "root_cause": {
-        "service": "geo",
-        "category": "virtualization/misconfiguration",
-        "confidence": 0.9,
-        "explanation": "Service geo targets a port where nothing listens; search is refused.",
-        "evidence": [0],
-    },
-    "alternatives": [],
-    "summary": "geo's Service points at the wrong port.",
-}
 
 
 def seed(lab: BotLab) -> list[str]:
@@ -238,7 +227,7 @@ def reading_model(geo_pods: list[str]) -> Callable[[dict[str, Any]], Turn]:
             isinstance(b, dict) and b.get("type") == "tool_result" for b in content
         )
         if answered:
-            return tool_use("submit_diagnosis", ANSWER)
+            return tool_use("submit_diagnosis", GEO_TARGET_PORT_ANSWER)
         blocks = [tool_use(name, args).content[0] for name, args in reads]
         return Turn(content=blocks, stop_reason="tool_use")
 
