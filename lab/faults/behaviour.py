@@ -30,7 +30,7 @@ from lab.faults.timers import timers_for
 from lab.kube.errors import ApiError
 from lab.sim.images import parse_image
 from lab.sim.kubeobj import parse_address
-from lab.sim.promql import Evaluator, Vector
+from lab.sim.promql import Vector
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld
@@ -104,7 +104,7 @@ class SlowMemoryLeak(Fault):
         next OOMKill is a matter of minutes), or was OOMKilled. An effect, not the image: a
         raised limit with the leaking build still fails this, a rollback passes it."""
         ns = injection.namespace
-        evaluator = Evaluator(world.sim.store)
+        evaluator = world.promql
         at = world.clock.now().timestamp()
         query = f'container_memory_working_set_bytes{{namespace="{ns}"}}'
         out: list[str] = []
@@ -127,7 +127,7 @@ class SlowMemoryLeak(Fault):
                     f"Pod/{name}: working set grew {old / _MIB:.0f} → {value / _MIB:.0f} MiB "
                     f"in {_TREND_S:g}s (still leaking)"
                 )
-        for pod in world.api.list("Pod", ns):
+        for pod in world.shared.list("Pod", ns):
             if not pod["metadata"]["name"].startswith(prefix):
                 continue
             for cs in (pod.get("status") or {}).get("containerStatuses") or []:

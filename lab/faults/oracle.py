@@ -28,7 +28,7 @@ from agents.model import JsonObject
 from lab.faults.model import Injection
 from lab.faults.registry import fault
 from lab.kube.jsonutil import parse_time
-from lab.sim.promql import Evaluator, Vector
+from lab.sim.promql import Vector
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld
@@ -72,7 +72,7 @@ class MitigationOracle:
         out = []
         for key, replicas in sorted(self.injection.baseline.workloads.items()):
             kind, _, name = key.partition("/")
-            obj = world.api.get(kind, self.injection.namespace, name)
+            obj = world.shared.get(kind, self.injection.namespace, name)
             if obj is None:
                 out.append(f"{key} was deleted (no harm allowed)")
                 continue
@@ -86,7 +86,7 @@ class MitigationOracle:
         slo = bundle.model.slo
         ns = bundle.namespace
         window = max(self.window_s, 2 * world.sim.store.scrape_interval_s)
-        evaluator = Evaluator(world.sim.store)
+        evaluator = world.promql
         at = now.timestamp()
 
         def by(label: str, query: str) -> dict[str, float]:
@@ -157,7 +157,7 @@ def check_mitigation(
 
 def _rollouts(world: LabWorld, ns: str) -> list[str]:
     out = []
-    for dep in world.api.list("Deployment", ns):
+    for dep in world.shared.list("Deployment", ns):
         name = dep["metadata"]["name"]
         spec = dep.get("spec") or {}
         status = dep.get("status") or {}
@@ -175,7 +175,7 @@ def _rollouts(world: LabWorld, ns: str) -> list[str]:
                 f"Deployment/{name}: rollout not converged ({available}/{want} available, "
                 f"{updated} updated, {total} pods)"
             )
-    for sts in world.api.list("StatefulSet", ns):
+    for sts in world.shared.list("StatefulSet", ns):
         name = sts["metadata"]["name"]
         want = int((sts.get("spec") or {}).get("replicas", 1))
         status = sts.get("status") or {}
@@ -190,7 +190,7 @@ def _rollouts(world: LabWorld, ns: str) -> list[str]:
 def _pods(world: LabWorld, ns: str, now: datetime, window_s: float) -> list[str]:
     out = []
     recent = now - timedelta(seconds=window_s)
-    for pod in world.api.list("Pod", ns):
+    for pod in world.shared.list("Pod", ns):
         name = pod["metadata"]["name"]
         if pod["metadata"].get("deletionTimestamp"):
             continue  # on its way out; a rollout that still needs it shows above

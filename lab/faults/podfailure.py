@@ -101,7 +101,7 @@ class PodFailure(Fault):
 
     def blockers(self, world: LabWorld, injection: Injection) -> list[str]:
         out = []
-        for pod in world.api.list("Pod", injection.namespace):
+        for pod in world.shared.list("Pod", injection.namespace):
             if _failed_containers(pod) and not pod["metadata"].get("deletionTimestamp"):
                 out.append(f"Pod/{pod['metadata']['name']} still runs {PAUSE_IMAGE}")
         return out

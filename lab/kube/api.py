@@ -82,11 +82,34 @@ def resource_for(kind: str) -> ResourceType:
     return rt
 
 
+class SharedView:
+    """`ClusterView` without copies, for in-process readers that never write into what they
+    read (the simulator, the bench's mitigation oracle). The store never changes an object in
+    place — every write stores a new dict — so an object read here stays as it was read while
+    others write; what such a reader must not do is change it. Copying every object on every
+    read was a tenth of the bench's time."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, kind: str, namespace: str | None, name: str) -> JsonObject | None:
+        stored = self._store.get(kind, namespace or "", name)
+        return stored.obj if stored is not None else None
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str = "") -> ObjectList:
+        selector = parse_label_selector(label_selector) if label_selector else EVERYTHING
+        with self._store.lock:
+            items = self._store.items(kind, namespace)
+            return [s.obj for s in items if selector.matches(s.obj["metadata"].get("labels"))]
+
+
 class KubeApi:
     def __init__(self, *, store: Store, clock: LabClock, ids: Ids) -> None:
         self.store = store
         self.clock = clock
         self.ids = ids
+        #: Reads without copies, for in-process readers that never mutate (`SharedView`).
+        self.shared = SharedView(store)
         self.admission: list[Admission] = []
         self.write_hooks: list[Callable[[], None]] = []
         self.delete_hooks: list[Callable[[ResourceType, JsonObject], None]] = []

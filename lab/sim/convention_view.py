@@ -62,6 +62,10 @@ class ConventionView:
             self._generation = self.store.generation
             return self._sources, self._by_name
 
+    @property
+    def generation(self) -> int:
+        return self.store.generation
+
     def names(self) -> set[str]:
         return set(self._mapping()[1])
 

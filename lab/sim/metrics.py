@@ -40,6 +40,7 @@ import threading
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from math import isnan
 
 from lab.sim.outcome import JITTER
 
@@ -133,6 +134,9 @@ class MetricStore:
         self._times: array[float] = array("d")
         self._offset = 0  # global index of _times[0]
         self._columns: dict[SeriesKey, _Column] = {}
+        #: The history's keys by metric name, in the order they entered it (`keys()` is on
+        #: every PromQL selector's path; scanning every column for a name was its cost).
+        self._by_name: dict[str, dict[SeriesKey, None]] = {}
         #: Bumped whenever a series enters or leaves the history, so a view of the store in
         #: another convention (`lab.sim.convention_view`) knows when to map keys again.
         self.generation = 0
@@ -190,6 +194,7 @@ class MetricStore:
                 col = self._columns.get(key)
                 if col is None:
                     self._columns[key] = _Column(start=index, values=array("d", [value]))
+                    self._by_name.setdefault(key[0], {})[key] = None
                     self.generation += 1
                     continue
                 gap = index - (col.start + len(col.values))
@@ -209,6 +214,10 @@ class MetricStore:
                 continue
             if cut >= len(col.values):
                 del self._columns[key]
+                named = self._by_name[key[0]]
+                del named[key]
+                if not named:
+                    del self._by_name[key[0]]
                 self.generation += 1
                 continue
             del col.values[:cut]
@@ -216,11 +225,11 @@ class MetricStore:
 
     def names(self) -> set[str]:
         with self.lock:
-            return {k[0] for k in self._columns} | {k[0] for k in self.live}
+            return set(self._by_name) | {k[0] for k in self.live}
 
     def keys(self, name: str) -> list[SeriesKey]:
         with self.lock:
-            return [k for k in self._columns if k[0] == name]
+            return list(self._by_name.get(name, ()))
 
     def all_keys(self) -> list[SeriesKey]:
         """Every series in the history."""
@@ -233,17 +242,14 @@ class MetricStore:
             col = self._columns.get(key)
             if col is None:
                 return []
-            lo = bisect.bisect_left(self._times, t0)
-            hi = bisect.bisect_right(self._times, t1)
-            out = []
-            for i in range(max(lo, col.start - self._offset), hi):
-                j = i + self._offset - col.start
-                if j >= len(col.values):
-                    break
-                value = col.values[j]
-                if not math.isnan(value):
-                    out.append((self._times[i], value))
-            return out
+            times, first = self._times, col.start - self._offset  # first: col.values[0]'s index
+            lo = max(bisect.bisect_left(times, t0), first)
+            hi = min(bisect.bisect_right(times, t1), first + len(col.values))
+            if hi <= lo:
+                return []
+            values = col.values[lo - first : hi - first]
+            points = zip(times[lo:hi], values, strict=True)
+            return [(t, v) for t, v in points if not isnan(v)]  # NaN: stale at that scrape
 
     def latest(self, key: SeriesKey, t: float, lookback_s: float) -> float | None:
         """The newest point at or before t within the lookback, unless the series went stale."""

@@ -71,6 +71,11 @@ class History(Protocol):
 
     def latest(self, key: SeriesKey, t: float, lookback_s: float) -> float | None: ...
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever a series enters or leaves the history."""
+        ...
+
 
 class _Parser:
     def __init__(self, query: str) -> None:
@@ -105,6 +110,10 @@ class _Parser:
 class Evaluator:
     def __init__(self, store: History) -> None:
         self.store = store
+        #: The keys each selector matched, valid while the history's set of series is the
+        #: same (`History.generation`): matching every series' labels at every evaluation was
+        #: most of a selector's cost.
+        self._matched: dict[tuple[tuple[str, str, str], ...], tuple[int, list[SeriesKey]]] = {}
 
     def evaluate(self, query: str, at: float) -> float | Vector:
         p = _Parser(query)
@@ -203,16 +212,20 @@ class Evaluator:
             return lambda _t: Range(name=name, matchers=matchers, seconds=seconds)
         return lambda t: self._instant(matchers, t)
 
-    def _keys(
-        self, matchers: list[tuple[str, str, str]]
-    ) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    def _keys(self, matchers: list[tuple[str, str, str]]) -> list[SeriesKey]:
+        generation, selector = self.store.generation, tuple(matchers)
+        cached = self._matched.get(selector)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
         names = [v for lbl, op, v in matchers if lbl == "__name__" and op == "="]
         candidates = (
             self.store.keys(names[0])
             if names
             else [k for n in sorted(self.store.names()) for k in self.store.keys(n)]
         )
-        return [k for k in candidates if _matches({"__name__": k[0], **dict(k[1])}, matchers)]
+        keys = [k for k in candidates if _matches({"__name__": k[0], **dict(k[1])}, matchers)]
+        self._matched[selector] = (generation, keys)
+        return keys
 
     def _instant(self, matchers: list[tuple[str, str, str]], t: float) -> Vector:
         out = []

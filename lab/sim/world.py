@@ -30,11 +30,12 @@ from types import TracebackType
 from lab.apps import APPS, AppBundle, load_app
 from lab.clock import LAB_EPOCH, LabClock
 from lab.kube.cluster import LabCluster
-from lab.kube.runtime import ClusterAPI
+from lab.kube.runtime import ClusterAPI, ClusterView
 from lab.sim import clusterdns
 from lab.sim.dataplane import DataPlane
 from lab.sim.exporter import MetricsExporter
 from lab.sim.images import ImageRegistry
+from lab.sim.promql import Evaluator
 from lab.sim.simulator import Simulator
 from lab.sim.snapshot import AppSnapshot
 from lab.sim.source import SimMetrics
@@ -88,8 +89,11 @@ class LabWorld:
             name=config.name,
             nodes=config.nodes,
         )
-        self.sim.attach(self.cluster.api, version=self.cluster.resource_version)
+        self.sim.attach(self.cluster.api.shared, version=self.cluster.resource_version)
         self.metrics = SimMetrics(self.sim.store, now=self.clock.now, signals=config.signals)
+        #: PromQL over the lab's own history (in the lab's names), for in-process readers
+        #: such as the mitigation oracle; one evaluator so its selector cache is shared.
+        self.promql = Evaluator(self.sim.store)
         self.api_url: str | None = None
         self.metrics_url: str | None = None
         self.kubeconfig_path: Path | None = None
@@ -103,6 +107,12 @@ class LabWorld:
     @property
     def api(self) -> ClusterAPI:
         return self.cluster.api
+
+    @property
+    def shared(self) -> ClusterView:
+        """Reads without copies, for in-process readers that never mutate
+        (`lab.kube.api.SharedView`)."""
+        return self.cluster.api.shared
 
     @property
     def dataplane(self) -> DataPlane:
@@ -198,7 +208,7 @@ class LabWorld:
         """What keeps the apps from being healthy now (empty when they are)."""
         out: list[str] = []
         for ns in self.namespaces:
-            for dep in self.api.list("Deployment", ns):
+            for dep in self.shared.list("Deployment", ns):
                 want = int((dep.get("spec") or {}).get("replicas", 1))
                 have = int((dep.get("status") or {}).get("availableReplicas", 0) or 0)
                 if have < want:

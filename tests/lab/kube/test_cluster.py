@@ -94,6 +94,38 @@ def test_in_process_api_has_the_http_semantics(cluster: LabCluster) -> None:
     assert api.get("ConfigMap", NS, "cfg") is None
 
 
+def test_shared_reads_are_uncopied_and_a_write_never_changes_what_was_read(
+    cluster: LabCluster,
+) -> None:
+    """The simulator and the bench's oracle read through `api.shared` without copies: safe
+    only because the store replaces an object on every write instead of changing it."""
+    for name, tier in (("a", "web"), ("b", "db")):
+        cluster.api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": NS, "labels": {"tier": tier}},
+                "data": {"k": "1"},
+            },
+            field_manager="test",
+        )
+    read = cluster.api.shared.get("ConfigMap", NS, "a")
+    assert read is not None and read is cluster.api.shared.get("ConfigMap", NS, "a")
+    names = [o["metadata"]["name"] for o in cluster.api.shared.list("ConfigMap", NS)]
+    assert names == ["a", "b", "kube-root-ca.crt"]  # etcd order, as `list` gives them
+    assert [
+        o["metadata"]["name"]
+        for o in cluster.api.shared.list("ConfigMap", NS, label_selector="tier=db")
+    ] == ["b"]
+    cluster.api.patch(
+        "ConfigMap", NS, "a", {"data": {"k": "2"}}, patch_type="merge", field_manager="test"
+    )
+    assert read["data"] == {"k": "1"}  # what was read stays as it was
+    after = cluster.api.shared.get("ConfigMap", NS, "a")
+    assert after is not None and after["data"] == {"k": "2"}
+    assert cluster.api.shared.get("ConfigMap", NS, "missing") is None
+
+
 def test_in_process_dry_run_changes_nothing(cluster: LabCluster) -> None:
     api = cluster.api
     version = cluster.resource_version()

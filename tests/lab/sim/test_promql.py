@@ -122,3 +122,37 @@ def test_division_by_zero_follows_prometheus() -> None:
     value = Evaluator(s).evaluate("a / 0", 1.0)
     assert isinstance(value, Vector)
     assert math.isnan(value.samples[0][1])
+
+
+def test_a_reused_evaluator_sees_series_that_enter_and_leave_the_history() -> None:
+    """The evaluator remembers which series a selector matched; a series that appears later
+    (a new pod) or is trimmed out of the retention must still be seen, and stale points
+    (absent at a scrape) are never samples."""
+    s = MetricStore(scrape_interval_s=10, retention_s=30)
+    evaluator = Evaluator(s)
+    first, second = labels(namespace="a", pod="p1"), labels(namespace="a", pod="p2")
+    s.set_group("g", {("up", first): 1.0})
+    s.scrape(1000.0)
+    assert [lb["pod"] for lb, _ in _vector(evaluator, 'up{namespace="a"}', 1000.0)] == ["p1"]
+    s.set_group("g", {("up", first): 1.0, ("up", second): 1.0})
+    s.scrape(1010.0)
+    assert sorted(lb["pod"] for lb, _ in _vector(evaluator, 'up{namespace="a"}', 1010.0)) == [
+        "p1",
+        "p2",
+    ]
+    s.set_group("g", {("up", second): 1.0})  # p1 goes: stale from the next scrape
+    s.scrape(1020.0)
+    assert s.samples(("up", first), 1000.0, 1020.0) == [(1000.0, 1.0), (1010.0, 1.0)]
+    for i in range(3, 80):  # the history is trimmed to its retention in batches
+        s.scrape(1000.0 + 10 * i)
+    assert s.samples(("up", first), 0.0, 2000.0) == []
+    assert s.keys("up") == [("up", second)]
+    assert [lb["pod"] for lb, _ in _vector(evaluator, 'up{namespace="a"}', 1790.0)] == ["p2"]
+    points = s.samples(("up", second), 1770.0, 1790.0)
+    assert points == [(1770.0, 1.0), (1780.0, 1.0), (1790.0, 1.0)]
+
+
+def _vector(evaluator: Evaluator, query: str, at: float) -> list[tuple[dict[str, str], float]]:
+    value = evaluator.evaluate(query, at)
+    assert isinstance(value, Vector)
+    return list(value.samples)
