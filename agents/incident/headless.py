@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from agents.detection.detector import Detector
 from agents.detection.events import Detection
@@ -60,9 +61,12 @@ class HeadlessLoop:
         approver: Approver = auto_approve,
         namespaces: Sequence[str] | None = None,
         on_detection: Callable[[Detection], None] | None = None,
+        scan_every_s: float = 0.0,
     ) -> None:
         """`on_detection` sees each ingest's result (the detector's notifications: incident
-        opened, alerts updated) before the incidents are driven."""
+        opened, alerts updated) before the incidents are driven. `scan_every_s` spaces the
+        periodic scan as the bot's scheduler does (`STRATUS_SCAN_INTERVAL_S`); 0 scans at
+        every step."""
         self.machine = machine
         self.approvals = Approvals(machine)
         self._detector = detector
@@ -78,6 +82,8 @@ class HeadlessLoop:
         self._approver = approver
         self._namespaces = namespaces
         self._on_detection = on_detection
+        self._scan_every_s = scan_every_s
+        self._scanned_at: datetime | None = None
 
     def collect_alerts(self) -> list[Alert]:
         """What the sources say is firing. A source that fails this step adds nothing (as
@@ -90,12 +96,22 @@ class HeadlessLoop:
                     alerts.extend(self._metrics.firing_alerts(namespace))
                 except StratusError as e:
                     logger.warning("firing alerts of %s unavailable: %s", namespace, e)
-        if self._scanner is not None:
+        if self._scanner is not None and self._scan_due():
             try:
                 alerts.extend(self._scanner.scan())
             except StratusError as e:
                 logger.warning("scan unavailable: %s", e)
         return alerts
+
+    def _scan_due(self) -> bool:
+        now = self._clock.now()
+        if (
+            self._scanned_at is not None
+            and (now - self._scanned_at).total_seconds() < self._scan_every_s
+        ):
+            return False
+        self._scanned_at = now
+        return True
 
     def step(self) -> StepReport:
         report = StepReport()

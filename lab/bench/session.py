@@ -51,7 +51,10 @@ class BenchConfig:
     """How every run of a bench is driven. Picklable (it goes to worker processes)."""
 
     seed: int = 7
-    step_s: float = 5.0  # the headless loop's period: detection, scan and driving
+    step_s: float = 5.0  # the headless loop's period: alerts, detection and driving
+    #: The periodic scan's spacing, the bot's default (`STRATUS_SCAN_INTERVAL_S`): a bench
+    #: that scanned at every step would detect sooner than a deployment does.
+    scan_interval_s: float = 30.0
     warmup_s: float = 330.0  # past the scan's 5-minute SLO window after the apps start
     observe_s: float = 120.0  # after the incidents end: does the fix hold, do others open
     oracle_every_s: float = 5.0
@@ -189,6 +192,7 @@ class Session:
                 journal=brain.journal,
                 approver=auto_approve,
                 namespaces=[app],
+                scan_every_s=config.scan_interval_s,
             )
             loop.step()  # the change journal's baseline, before anything happens
         except BaseException:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from agents.detection import Detector, DetectorConfig, Disposition
 from agents.detection.scan import Scanner
+from agents.incident.headless import HeadlessLoop
+from agents.incident.machine import IncidentMachine
 from agents.model import Alert, AlertStatus, EventRecord
 from agents.severity import SeverityMeter
 from lab.clock import LabClock
@@ -300,3 +304,34 @@ def test_scan_to_incident(
     (incident,) = second.opened
     assert (incident.service, incident.source, incident.scope.key) == ("geo", "scan", "lab/hotel")
     assert incident.mu0 == 3.0  # nothing measured yet (no metrics): the critical alert's weight
+
+
+def test_the_headless_loop_spaces_the_scan_as_the_bots_scheduler_does(
+    scanner: Scanner, cluster: FakeCluster, clock: LabClock
+) -> None:
+    """The bench scans every `STRATUS_SCAN_INTERVAL_S` (30 s), not at every 5 s step: a scan
+    at every step would detect sooner than a deployment does."""
+    cluster.pod_states["hotel"] = [
+        pod("geo-5d9c7f-a", ready=False, restarts=3, state="waiting", reason="CrashLoopBackOff")
+    ]
+    loop = HeadlessLoop(
+        machine=cast(IncidentMachine, SimpleNamespace(store=None, clock=clock)),
+        detector=cast(Detector, None),  # collect_alerts reads the sources only
+        clock=clock,
+        reader=cluster,
+        scanner=scanner,
+        scan_every_s=30,
+    )
+    scanned = []
+    for _ in range(13):  # a minute in 5 s steps
+        scanned.append(len(loop.collect_alerts()))
+        clock.advance(5)
+    assert scanned == [1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]
+    every_step = HeadlessLoop(
+        machine=cast(IncidentMachine, SimpleNamespace(store=None, clock=clock)),
+        detector=cast(Detector, None),
+        clock=clock,
+        reader=cluster,
+        scanner=scanner,
+    )
+    assert [len(every_step.collect_alerts()) for _ in range(3)] == [1, 1, 1]
