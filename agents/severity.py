@@ -286,6 +286,25 @@ class SeverityMeter:
             tally.capacity += len(pending) * self._weights.unschedulable_pod
             tally.findings.append(f"{len(pending)} pod(s) cannot be scheduled")
 
+    def callers_of(self, namespace: str, services: frozenset[str]) -> frozenset[str] | None:
+        """Every service that calls one of `services`, directly or through others, by the
+        observed call graph: where a failure of `services` spreads on its own. None when the
+        graph cannot be read (unknown is not "no callers"); () without a metrics source."""
+        if self._metrics is None:
+            return frozenset()
+        try:
+            edges = self._metrics.call_graph(namespace)
+        except MetricsError as e:
+            logger.warning("cannot read the call graph of %s: %s", namespace, e)
+            return None
+        reached: set[str] = set()
+        frontier = set(services)
+        while frontier:
+            step = {caller for caller, callee in edges if callee in frontier} - reached
+            reached |= step
+            frontier = step
+        return frozenset(reached - services)
+
     def firing_alerts(self, namespace: str) -> tuple[Alert, ...] | None:
         """The alerts firing in `namespace` now; None when they cannot be read (unknown is
         not "none"). Without a metrics source there is nothing to ask: ()."""

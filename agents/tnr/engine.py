@@ -679,20 +679,27 @@ class TransactionEngine:
             )
         # Back means the rollback undid what the transaction did. μ may still be above
         # μ_before because the fault itself keeps spreading (caches expire, retries pile up):
-        # that is not ours as long as every service in trouble now was in trouble before.
-        # Trouble on a service that was healthy before the transaction is what escalates.
-        new_trouble = sorted(after.measured_trouble - run.trouble)
-        back = after.mu <= run.mu_before or not new_trouble
+        # that is not ours as long as every service in trouble now was in trouble before, or
+        # calls one that was — a failure spreads to its callers whether or not we wrote.
+        # Trouble anywhere else (or a call graph that cannot be read) is what escalates.
+        new_trouble = after.measured_trouble - run.trouble
+        spread = frozenset[str]()
+        if after.mu > run.mu_before and new_trouble:
+            callers = self._meter.callers_of(run.request.scope.namespace, run.trouble)
+            spread = new_trouble & callers if callers is not None else frozenset()
+        unexplained = sorted(new_trouble - spread)
+        back = after.mu <= run.mu_before or not unexplained
         final = reason
         if not back:
             final = (
                 f"{reason}; after the rollback μ is {after.mu:g}, above {run.mu_before:g}, "
-                f"with new trouble on {', '.join(new_trouble)}"
+                f"with new trouble on {', '.join(unexplained)}"
             )
         elif after.mu > run.mu_before:
             final = (
                 f"{reason}; rolled back (μ {after.mu:g} is the fault's own course: only "
-                "services already in trouble before the transaction)"
+                "services already in trouble before the transaction"
+                + (f", and {', '.join(sorted(spread))} calling them)" if spread else ")")
             )
         self._finish(
             run,

@@ -59,9 +59,11 @@ class Metrics:
         signals: Mapping[str, GoldenSignals] | None = None,
         alerts_down: bool = False,
         signals_down: bool = False,
+        edges: Sequence[tuple[str, str]] = (),
     ) -> None:
         self._alerts = alerts
         self._signals = signals or {}
+        self._edges = edges
         self.alerts_down = alerts_down
         self.signals_down = signals_down
 
@@ -74,6 +76,11 @@ class Metrics:
         if self.signals_down:
             raise MetricsError("prometheus unreachable")
         return self._signals
+
+    def call_graph(self, namespace: str, *, window_s: int = 300) -> Sequence[tuple[str, str]]:
+        if self.signals_down:
+            raise MetricsError("prometheus unreachable")
+        return self._edges
 
 
 def meter(cluster: Cluster, metrics: Metrics | None) -> SeverityMeter:
@@ -134,3 +141,24 @@ def test_firing_alerts_are_none_when_they_cannot_be_read() -> None:
 def test_an_old_style_severity_without_unknown_stays_complete() -> None:
     assert Severity(mu=0.0).healthy and Severity(mu=0.0).complete
     assert not Severity(mu=0.0, unknown=("metrics: alerts",)).healthy
+
+
+SHOP_CALLS = (
+    ("frontend-proxy", "frontend"),
+    ("frontend", "checkout"),
+    ("checkout", "cart"),
+    ("cart", "valkey"),
+    ("frontend", "ad"),
+)
+
+
+def test_the_callers_of_a_failing_service_are_every_service_its_failure_spreads_to() -> None:
+    m = meter(Cluster([]), Metrics(edges=SHOP_CALLS))
+    # Through checkout and frontend up to the proxy; not its callee (valkey), not a sibling (ad).
+    assert m.callers_of("shop", frozenset({"cart"})) == {"checkout", "frontend", "frontend-proxy"}
+    assert m.callers_of("shop", frozenset({"frontend-proxy"})) == frozenset()
+
+
+def test_callers_are_unknown_when_the_call_graph_cannot_be_read() -> None:
+    m = meter(Cluster([]), Metrics(edges=SHOP_CALLS, signals_down=True))
+    assert m.callers_of("shop", frozenset({"cart"})) is None

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli.bench import bench
-from lab.bench import BenchConfig, load_scenario, parse_agents, run_one
+from lab.bench import SUITE_DIR, BenchConfig, load_scenario, parse_agents, run_one
 from tests.lab.bench.test_bench_lab import FAULT
 
 
@@ -71,3 +71,25 @@ def test_the_sweep_writes_one_report_with_the_new_columns(tmp_path: Path) -> Non
     assert "| healed without a page | 1 |" in text and "![sweep](s.png)" in text
     assert (out / "s.png").read_bytes().startswith(b"\x89PNG")
     assert "P=1 stratus: healed without a page" in result.output
+
+
+@pytest.mark.timeout(900)
+def test_a_wrong_plan_rolled_back_while_the_fault_spreads_to_callers_is_retried_not_paged() -> None:
+    """cart crash-loops (memory limit 48Mi) and its failure spreads up to checkout and
+    frontend. The noise swaps the right plan for a scale-out of cart; validation sees no
+    progress and rolls it back, every object restored. By then μ is above μ_before, but only
+    on cart and the services that call it: that is the fault's own course, so the incident goes
+    on to its next attempt (which fixes the limit) instead of paging a person."""
+    loaded, errors = load_scenario(SUITE_DIR / "shop-misleading-release-cart.yaml")
+    assert loaded is not None and not errors
+    (agent,) = parse_agents("stratus")
+    run = run_one(loaded, agent, BenchConfig(seed=7, plan_noise=0.4))
+    assert run.error is None, run.error
+    # The seed's draw this test is about: the first plan replaced by a scale-out of cart.
+    assert (
+        run.plan_noise and "wrong action: Scale Deployment/online-shop/cart" in (run.plan_noise[0])
+    ), run.plan_noise
+    assert run.plans[0].startswith("aborted: Scale"), run.plans
+    assert run.plans[1].startswith("committed: Set resources"), run.plans
+    assert run.mitigated and run.pages == 0 and run.healed_without_page, run.outcome
+    assert not run.collateral_drift
