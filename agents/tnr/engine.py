@@ -48,7 +48,7 @@ from agents.tnr.limits import TnrLimits
 from agents.tnr.lock import WriterLock
 from agents.tnr.ports import Ledger
 from agents.tnr.preview import PreviewedAction, preview
-from agents.tnr.records import Snapshot, TransactionRecord
+from agents.tnr.records import Snapshot, TransactionRecord, UndoRecord
 from agents.tnr.restore import Restorer
 from agents.tnr.validation import DeadlineExceeded, Validator
 
@@ -632,13 +632,46 @@ class TransactionEngine:
     def _finish_abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
         """Pop the stack LIFO, re-apply each snapshot, settle, re-measure (rule 6). Where a
         restore fails or the result cannot be measured, hold (rule 8)."""
-        restored = 0
-        targets: list[ObjectRef] = []
         entries = [
             e
             for e in self._ledger.stack(run.tx.id)
             if e.state in (UndoState.PENDING, UndoState.APPLIED)
         ]
+        restored = self._restore_stack(run, entries, reason=reason)
+        if isinstance(restored, Outcome):
+            return restored
+        targets = [entry.target for entry in entries]
+        after = self._measure_rollback(run, targets)
+        if not after.complete:
+            return self._hold(
+                run,
+                reason=reason,
+                why=f"restored {len(entries)} of {len(entries)} change(s), but cannot measure "
+                f"{after.unknown_text()}: μ after the rollback is unknown",
+                restored=len(entries),
+                after=after,
+            )
+        back, final = self._rollback_verdict(run, after, reason=reason)
+        self._finish(
+            run,
+            TransactionStatus.ABORTED if back else TransactionStatus.ESCALATED,
+            "aborted" if back else "escalate",
+            reason=final,
+            mu_after=after.mu,
+            restored=len(entries),
+            severity=after.as_dict(),
+        )
+        run.say(Step.ABORTED if back else Step.ESCALATED, final, mu=after.mu, done=len(entries))
+        kind = OutcomeKind.ABORTED if back else OutcomeKind.ESCALATED
+        figure = mu_after if mu_after is not None else after.mu
+        outcome = self._outcome(run, kind, final, mu_after=figure, restored=len(entries))
+        return replace(outcome, healthy=after.healthy)
+
+    def _restore_stack(
+        self, run: _Run, entries: Sequence[UndoRecord], *, reason: str
+    ) -> int | Outcome:
+        """Re-apply every snapshot, newest first; the number restored, or the hold that a
+        failed restore ends in."""
         for index, entry in enumerate(entries):
             try:
                 result = self.restorer.restore(
@@ -652,69 +685,50 @@ class TransactionEngine:
                     reason=reason,
                     why=f"cannot restore {entry.target} ({e}); {left} of {len(entries)} "
                     "change(s) not restored",
-                    restored=restored,
+                    restored=index,
                     after=None,
                 )
-            restored += 1
-            targets.append(entry.target)
-            run.say(Step.RESTORE, f"Restored {entry.target}: {result.note}", done=restored)
+            run.say(Step.RESTORE, f"Restored {entry.target}: {result.note}", done=index + 1)
             self._checkpoint("abort_restore")
+        return len(entries)
+
+    def _measure_rollback(self, run: _Run, targets: list[ObjectRef]) -> Severity:
         # The abort must finish whatever Δ says: it gets a fresh window of its own.
         deadline = self._clock.monotonic() + self.limits.deadline_s
         try:
             self._validator.settle(run.request.scope, targets, run.lock, deadline)
-            after = self._validator.sustain(
+            return self._validator.sustain(
                 run.request.scope, run.lock, deadline, known_trouble=run.trouble
             )
         except DeadlineExceeded:
-            after = self._meter.measure(run.request.scope)
-        if not after.complete:
-            return self._hold(
-                run,
-                reason=reason,
-                why=f"restored {restored} of {len(entries)} change(s), but cannot measure "
-                f"{after.unknown_text()}: μ after the rollback is unknown",
-                restored=restored,
-                after=after,
-            )
-        # Back means the rollback undid what the transaction did. μ may still be above
-        # μ_before because the fault itself keeps spreading (caches expire, retries pile up):
-        # that is not ours as long as every service in trouble now was in trouble before, or
-        # calls one that was — a failure spreads to its callers whether or not we wrote.
-        # Trouble anywhere else (or a call graph that cannot be read) is what escalates.
+            return self._meter.measure(run.request.scope)
+
+    def _rollback_verdict(self, run: _Run, after: Severity, *, reason: str) -> tuple[bool, str]:
+        """Whether the rollback is back (ABORTED) or left new harm (ESCALATED), and why.
+
+        Back means the rollback undid what the transaction did. μ may still be above
+        μ_before because the fault itself keeps spreading (caches expire, retries pile up):
+        that is not ours as long as every service in trouble now was in trouble before, or
+        calls one that was — a failure spreads to its callers whether or not we wrote.
+        Trouble anywhere else (or a call graph that cannot be read) is what escalates."""
+        if after.mu <= run.mu_before:
+            return True, reason
         new_trouble = after.measured_trouble - run.trouble
         spread = frozenset[str]()
-        if after.mu > run.mu_before and new_trouble:
+        if new_trouble:
             callers = self._meter.callers_of(run.request.scope.namespace, run.trouble)
             spread = new_trouble & callers if callers is not None else frozenset()
         unexplained = sorted(new_trouble - spread)
-        back = after.mu <= run.mu_before or not unexplained
-        final = reason
-        if not back:
-            final = (
+        if unexplained:
+            return False, (
                 f"{reason}; after the rollback μ is {after.mu:g}, above {run.mu_before:g}, "
                 f"with new trouble on {', '.join(unexplained)}"
             )
-        elif after.mu > run.mu_before:
-            final = (
-                f"{reason}; rolled back (μ {after.mu:g} is the fault's own course: only "
-                "services already in trouble before the transaction"
-                + (f", and {', '.join(sorted(spread))} calling them)" if spread else ")")
-            )
-        self._finish(
-            run,
-            TransactionStatus.ABORTED if back else TransactionStatus.ESCALATED,
-            "aborted" if back else "escalate",
-            reason=final,
-            mu_after=after.mu,
-            restored=restored,
-            severity=after.as_dict(),
+        return True, (
+            f"{reason}; rolled back (μ {after.mu:g} is the fault's own course: only "
+            "services already in trouble before the transaction"
+            + (f", and {', '.join(sorted(spread))} calling them)" if spread else ")")
         )
-        run.say(Step.ABORTED if back else Step.ESCALATED, final, mu=after.mu, done=restored)
-        kind = OutcomeKind.ABORTED if back else OutcomeKind.ESCALATED
-        figure = mu_after if mu_after is not None else after.mu
-        outcome = self._outcome(run, kind, final, mu_after=figure, restored=restored)
-        return replace(outcome, healthy=after.healthy)
 
     def _hold(
         self, run: _Run, *, reason: str, why: str, restored: int, after: Severity | None
