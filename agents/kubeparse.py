@@ -7,7 +7,9 @@ never raise on a well-formed object.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -300,9 +302,16 @@ def parse_revisions(deployment: KubeObject, replica_sets: list[KubeObject]) -> l
                 },
                 replica_set=rs.name,
                 created_at=parse_time(rs.metadata.get("creationTimestamp")),
+                pod_spec=pod_spec_digest(template_spec),
             )
         )
     return sorted(revisions, key=lambda r: r.revision)
+
+
+def pod_spec_digest(spec: Mapping[str, Any]) -> str:
+    """A digest of a pod template's spec, equal for equal specs whatever their key order."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -256,6 +256,10 @@ class RevisionInfo:
     images: Mapping[str, str]
     replica_set: str
     created_at: datetime | None = None
+    #: A digest of the pod template's spec (`kubeparse.pod_spec_digest`), "" when unknown.
+    #: Not of its metadata: `kubectl rollout restart` makes a revision that differs from the
+    #: one it restarted only by an annotation, and rolling back to it changes nothing.
+    pod_spec: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

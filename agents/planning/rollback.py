@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agents.actions import RollbackWorkload
 from agents.diagnosis.facts import STRATUS_MANAGER
+from agents.kubeparse import pod_spec_digest
 from agents.model import KubeObject, RevisionInfo
 from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
@@ -30,13 +31,23 @@ def rollback_target(
 ) -> RevisionInfo | None:
     """The revision to roll back to: the newest earlier one that ran `image` in `container`
     when that is known, else the newest earlier one (whose image differs, when a container is
-    named and its image is what is suspected)."""
+    named and its image is what is suspected).
+
+    An earlier revision whose pod spec is the current one's is passed over: a restart (a
+    person's, or a wrong attempt's that was rolled back) leaves one behind that differs only
+    by an annotation, and "going back" to it would put the same fault back."""
     history = ctx.revisions(workload)
     if not history:
         return None
     current = current_revision(workload, history)
+    spec = (workload.body.get("spec") or {}).get("template") or {}
+    now = pod_spec_digest(spec.get("spec") or {}) if isinstance(spec, dict) else ""
     earlier = sorted(
-        (r for r in history if current is None or r.revision < current),
+        (
+            r
+            for r in history
+            if (current is None or r.revision < current) and not (r.pod_spec and r.pod_spec == now)
+        ),
         key=lambda r: r.revision,
         reverse=True,
     )

@@ -21,6 +21,7 @@ from agents.actions.snapshot import field_changes
 from agents.diagnosis import Diagnoser
 from agents.diagnosis.suspect import Suspect
 from agents.errors import NotFound
+from agents.kubeparse import pod_spec_digest
 from agents.model import (
     Alert,
     Category,
@@ -199,6 +200,7 @@ class PlanCluster(FakeCluster):
                 revision=number,
                 images={c["name"]: c["image"] for c in template["spec"]["containers"]},
                 replica_set=f"{deployment}-r{number}",
+                pod_spec=pod_spec_digest(template["spec"]),
             )
             for number, template in self.scene.revisions.get(deployment, [])
         ]

@@ -3,11 +3,13 @@ ConfigMap are found, and what the planner refuses to restore (secrets, its own c
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from datetime import datetime
 
 from agents.actions import (
     PatchService,
+    RollbackWorkload,
     RolloutRestart,
     SetConfigMapKeys,
     SetContainerEnv,
@@ -295,6 +297,52 @@ def test_a_literal_env_value_is_set_back_then_the_template_rolled_back() -> None
         "name": "DB_ADDR",
         "value": "mongodb-rate:27017",
     }
+
+
+def test_a_rollback_passes_over_a_restart_of_the_faulty_template() -> None:
+    """A restart of the bad release (a person's, or a wrong attempt rolled back) leaves an
+    earlier revision that differs from the current one only by an annotation; the rollback
+    goes to the template from before the change, not to that copy of the fault."""
+
+    def fault(w: World) -> None:
+        w.spec_container("rate")["env"][0]["value"] = "mongodb-rat:27017"  # DB_ADDR
+        w.change(
+            "Deployment",
+            "rate",
+            {
+                "spec.template.spec.containers[hotel-reserv-rate].env[DB_ADDR].value": (
+                    "mongodb-rate:27017",
+                    "mongodb-rat:27017",
+                )
+            },
+        )
+
+    scene = Scene.of(hotel(), fault)
+    (good, bad) = scene.revisions["rate"]
+    assert [good[0], bad[0]] == [1, 2]
+    restarted = copy.deepcopy(bad[1])
+    restarted.setdefault("metadata", {}).setdefault("annotations", {})[
+        "kubectl.kubernetes.io/restartedAt"
+    ] = "2026-01-05T09:00:00Z"
+    # The Deployment controller after a restart and its undo: the restart is revision 3, and
+    # the faulty template (the undo put it back) is revision 4.
+    scene.revisions["rate"] = [good, (3, restarted), (4, bad[1])]
+    scene.world.deployments["rate"]["metadata"]["annotations"][
+        "deployment.kubernetes.io/revision"
+    ] = "4"
+    suspect = _suspect(
+        "Deployment",
+        "rate",
+        "spec.template.spec.containers[0].env[0].value",
+        current="mongodb-rat:27017",
+        reason="mongodb-rat is not a Service of hotel-reservation",
+    )
+    diagnosis = diagnosis_of(("rate", "application/misconfiguration", 0.88, suspect))
+    _, proposal = propose(scene, "rate", diagnosis=diagnosis)
+    rollbacks = [
+        a for c in proposal.candidates for a in c.actions if isinstance(a, RollbackWorkload)
+    ]
+    assert [a.revision for a in rollbacks] == [1]
 
 
 def test_requests_no_node_can_satisfy_go_back_to_what_was_scheduled() -> None:
