@@ -85,14 +85,18 @@ class LabClock:
         else:
             time.sleep(seconds / self._speed)
 
-    def advance(self, seconds: float) -> None:
-        """Move stepped time forward, running the tick callbacks at each step."""
+    def advance(self, seconds: float, *, tick_s: float | None = None) -> None:
+        """Move stepped time forward, running the tick callbacks at each step (of the
+        clock's tick, or of `tick_s` for this call)."""
         if not self._stepped:
             raise RuntimeError("advance() is only for a stepped clock")
+        tick = self._tick_s if tick_s is None else tick_s
+        if tick <= 0:
+            raise ValueError("tick_s must be positive")
         with self._lock:
             remaining = seconds
             while True:
-                step = min(self._tick_s, remaining)
+                step = min(tick, remaining)
                 self._offset_s += step
                 remaining -= step
                 now = self.now()
