@@ -34,10 +34,15 @@ def dumps(value: Any) -> bytes:
     return _encoder.encode(value).encode()
 
 
-@functools.lru_cache(maxsize=4096)
 def rfc3339(moment: datetime) -> str:
-    """Seconds precision, UTC, `Z`: metav1.Time as the server writes it. Cached: the kubelet
-    stamps every pod it visits with the same few instants (now, each pod's start)."""
+    """Seconds precision, UTC, `Z`: metav1.Time as the server writes it."""
+    return _rfc3339(moment)
+
+
+# Cached: the kubelet stamps every pod it visits with the same few instants (now, each
+# pod's start). Behind a typed wrapper, since the cache's own signature takes anything.
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
