@@ -39,23 +39,26 @@ def rollback_target(
     history = ctx.revisions(workload)
     if not history:
         return None
-    current = current_revision(workload, history)
-    spec = (workload.body.get("spec") or {}).get("template") or {}
-    now = pod_spec_digest(spec.get("spec") or {}) if isinstance(spec, dict) else ""
-    earlier = sorted(
-        (
-            r
-            for r in history
-            if (current is None or r.revision < current) and not (r.pod_spec and r.pod_spec == now)
-        ),
-        key=lambda r: r.revision,
-        reverse=True,
-    )
+    earlier = _earlier_and_different(workload, history)
     if container is not None and image is not None:
         exact = [r for r in earlier if r.images.get(container) == image]
         if exact:
             return exact[0]
     return earlier[0] if earlier else None
+
+
+def _earlier_and_different(workload: KubeObject, history: list[RevisionInfo]) -> list[RevisionInfo]:
+    """The revisions before the current one whose pod spec is not the current one's, newest
+    first."""
+    current = current_revision(workload, history)
+    template = (workload.body.get("spec") or {}).get("template") or {}
+    now = pod_spec_digest(template.get("spec") or {}) if isinstance(template, dict) else ""
+    earlier = [
+        r
+        for r in history
+        if (current is None or r.revision < current) and not (r.pod_spec and r.pod_spec == now)
+    ]
+    return sorted(earlier, key=lambda r: r.revision, reverse=True)
 
 
 def rollback(ctx: Context, workload: KubeObject, revision: RevisionInfo) -> RollbackWorkload:
