@@ -262,22 +262,23 @@ def test_the_diagnosis_record_of_one_selector_label_puts_the_selector_back() -> 
     assert action.selector == {"io.kompose.service": "rate"}
 
 
-def test_a_literal_env_value_is_set_back_then_the_template_rolled_back() -> None:
-    def fault(w: World) -> None:
-        env = w.spec_container("rate")["env"]
-        env[0]["value"] = "mongodb-rat:27017"  # DB_ADDR
-        w.change(
-            "Deployment",
-            "rate",
-            {
-                "spec.template.spec.containers[hotel-reserv-rate].env[DB_ADDR].value": (
-                    "mongodb-rate:27017",
-                    "mongodb-rat:27017",
-                )
-            },
-        )
+def _rate_db_addr_typo(w: World) -> None:
+    """A release sets rate's DB_ADDR to a host that does not exist."""
+    w.spec_container("rate")["env"][0]["value"] = "mongodb-rat:27017"
+    w.change(
+        "Deployment",
+        "rate",
+        {
+            "spec.template.spec.containers[hotel-reserv-rate].env[DB_ADDR].value": (
+                "mongodb-rate:27017",
+                "mongodb-rat:27017",
+            )
+        },
+    )
 
-    scene = Scene.of(hotel(), fault)
+
+def test_a_literal_env_value_is_set_back_then_the_template_rolled_back() -> None:
+    scene = Scene.of(hotel(), _rate_db_addr_typo)
     suspect = _suspect(
         "Deployment",
         "rate",
@@ -304,20 +305,7 @@ def test_a_rollback_passes_over_a_restart_of_the_faulty_template() -> None:
     earlier revision that differs from the current one only by an annotation; the rollback
     goes to the template from before the change, not to that copy of the fault."""
 
-    def fault(w: World) -> None:
-        w.spec_container("rate")["env"][0]["value"] = "mongodb-rat:27017"  # DB_ADDR
-        w.change(
-            "Deployment",
-            "rate",
-            {
-                "spec.template.spec.containers[hotel-reserv-rate].env[DB_ADDR].value": (
-                    "mongodb-rate:27017",
-                    "mongodb-rat:27017",
-                )
-            },
-        )
-
-    scene = Scene.of(hotel(), fault)
+    scene = Scene.of(hotel(), _rate_db_addr_typo)
     (good, bad) = scene.revisions["rate"]
     assert [good[0], bad[0]] == [1, 2]
     restarted = copy.deepcopy(bad[1])
