@@ -32,7 +32,7 @@ from typing import Any
 
 from agents.model import IncidentId, SimilarIncident
 from storage import Store
-from storage.tables import IncidentRow
+from storage.records import StoredIncident
 
 logger = logging.getLogger(__name__)
 
@@ -246,9 +246,9 @@ class SimilarIncidents:
         self._min_score = min_score
         self._cluster = cluster
         self._index = Bm25Index()
-        self._rows: dict[str, IncidentRow] = {}
+        self._rows: dict[str, StoredIncident] = {}
 
-    def document(self, row: IncidentRow) -> str:
+    def document(self, row: StoredIncident) -> str:
         """The text an incident is indexed by."""
         parts = [row.title, row.service or "", row.summary or "", row.resolution or ""]
         # The root cause and the category are what a match should hinge on: counted twice.
@@ -281,7 +281,7 @@ class SimilarIncidents:
         return [self._similar(self._rows[key], score) for key, score in hits]
 
     @staticmethod
-    def _similar(row: IncidentRow, score: float) -> SimilarIncident:
+    def _similar(row: StoredIncident, score: float) -> SimilarIncident:
         return SimilarIncident(
             incident_id=IncidentId(row.id),
             title=row.title,

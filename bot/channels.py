@@ -35,7 +35,7 @@ from bot.ids import MessageKind
 from bot.render import Message, render_announce
 from bot.slack_io import SlackIO
 from storage import Store
-from storage.tables import SlackMessageRow
+from storage.records import StoredSlackMessage
 
 logger = logging.getLogger(__name__)
 
@@ -219,11 +219,11 @@ class IncidentChannels:
         ref: str,
         location: Location,
         ts: str,
-    ) -> SlackMessageRow:
+    ) -> StoredSlackMessage:
         """Store where a message is (kind and ref say what it shows)."""
         now = self._clock.now()
         return self._store.slack_messages.save(
-            SlackMessageRow(
+            StoredSlackMessage(
                 incident_id=incident_id,
                 channel=location.channel,
                 ts=ts,

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agents.detection.records import alert_from_row, incident_from_row
+from agents.detection.records import alert_from_record, incident_from_record
 from agents.errors import MetricsError
-from agents.incident.codec import diagnosis_from_json, plan_from_row
+from agents.incident.codec import diagnosis_from_json, plan_from_record
 from agents.model import (
     Diagnosis,
     Incident,
@@ -49,7 +49,7 @@ from bot.render import (
     render_waiting,
 )
 from storage import Store
-from storage.tables import PlanRow, TimelineEventRow
+from storage.records import StoredPlan, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class Wanted:
         return (self.at, _ORDER[self.kind])
 
 
-def timeline_event(row: TimelineEventRow) -> TimelineEvent:
+def timeline_event(row: StoredTimelineEvent) -> TimelineEvent:
     return TimelineEvent(
         incident_id=IncidentId(row.incident_id),
         at=row.at,
@@ -117,7 +117,7 @@ class IncidentMessages:
         self._chart = chart
 
     def incident(self, incident_id: str) -> Incident:
-        return incident_from_row(self._store.incidents.get(incident_id))
+        return incident_from_record(self._store.incidents.get(incident_id))
 
     def root_cause(self, incident: Incident) -> str:
         """The latest diagnosis's root-cause service ('' before the first diagnosis)."""
@@ -125,9 +125,9 @@ class IncidentMessages:
         return diagnosis_from_json(row.body).root_cause_service if row is not None else ""
 
     def summary(self, incident: Incident) -> Message:
-        diagnosis_row = self._store.diagnoses.latest(incident.id)
-        diagnosis = diagnosis_from_json(diagnosis_row.body) if diagnosis_row else None
-        plans = [plan_from_row(r) for r in self._store.plans.list_for_incident(incident.id)]
+        diagnosis_record = self._store.diagnoses.latest(incident.id)
+        diagnosis = diagnosis_from_json(diagnosis_record.body) if diagnosis_record else None
+        plans = [plan_from_record(r) for r in self._store.plans.list_for_incident(incident.id)]
         timeline = [timeline_event(r) for r in self._store.incidents.timeline(incident.id)]
         return render_summary(
             incident, diagnosis=diagnosis, plan=_current(plans), timeline=timeline
@@ -143,7 +143,7 @@ class IncidentMessages:
         """Every message the incident's channel should hold, oldest first."""
         out = [*self._opening(incident, findings), *self._diagnoses(incident)]
         plan_rows = [r for r in self._store.plans.list_for_incident(incident.id) if r.rank == 0]
-        plans = {r.id: plan_from_row(r) for r in plan_rows}
+        plans = {r.id: plan_from_record(r) for r in plan_rows}
         out += [
             *self._plans(incident, plan_rows, plans),
             *self._transactions_of(incident, plans, progress),
@@ -160,7 +160,7 @@ class IncidentMessages:
             message=self.summary(incident),
         )
         alerts = [
-            alert_from_row(r, source=incident.source)
+            alert_from_record(r, source=incident.source)
             for r in self._store.incidents.alerts(incident.id)
         ]
         return [
@@ -176,14 +176,14 @@ class IncidentMessages:
 
     def _diagnoses(self, incident: Incident) -> list[Wanted]:
         out: list[Wanted] = []
-        for diagnosis_row in self._store.diagnoses.list_for_incident(incident.id):
-            diagnosis = diagnosis_from_json(diagnosis_row.body)
+        for diagnosis_record in self._store.diagnoses.list_for_incident(incident.id):
+            diagnosis = diagnosis_from_json(diagnosis_record.body)
             out.append(
                 Wanted(
                     kind=MessageKind.DIAGNOSIS,
-                    ref=str(diagnosis_row.id),
-                    at=diagnosis_row.created_at,
-                    message=render_diagnosis(incident, diagnosis, ref=str(diagnosis_row.id)),
+                    ref=str(diagnosis_record.id),
+                    at=diagnosis_record.created_at,
+                    message=render_diagnosis(incident, diagnosis, ref=str(diagnosis_record.id)),
                     updatable=False,
                     chart=self._chart_of(incident, diagnosis),
                 )
@@ -191,7 +191,7 @@ class IncidentMessages:
         return out
 
     def _plans(
-        self, incident: Incident, plan_rows: list[PlanRow], plans: Mapping[str, Plan]
+        self, incident: Incident, plan_rows: list[StoredPlan], plans: Mapping[str, Plan]
     ) -> list[Wanted]:
         """Each top-ranked plan, and the decision under each rejected one."""
         current = _current(list(plans.values()))
@@ -283,7 +283,9 @@ class IncidentMessages:
             )
         ]
 
-    def _plan(self, incident: Incident, plan: Plan, row: PlanRow, current: Plan | None) -> Wanted:
+    def _plan(
+        self, incident: Incident, plan: Plan, row: StoredPlan, current: Plan | None
+    ) -> Wanted:
         policy = self._policy.for_namespace(incident.scope.namespace)
         approvers = [
             a.user_id
@@ -341,7 +343,7 @@ def _current(plans: list[Plan]) -> Plan | None:
 
 
 def _waiting(
-    incident: Incident, event: TimelineEventRow, plans: Mapping[str, Plan]
+    incident: Incident, event: StoredTimelineEvent, plans: Mapping[str, Plan]
 ) -> Wanted | None:
     waiting_for = (event.data or {}).get("not_started")
     if not (waiting_for and waiting_for in plans):
@@ -355,7 +357,7 @@ def _waiting(
     )
 
 
-def _escalation(incident: Incident, event: TimelineEventRow) -> Wanted | None:
+def _escalation(incident: Incident, event: StoredTimelineEvent) -> Wanted | None:
     if not (event.state == IncidentState.ESCALATED.value and "runbook" in (event.data or {})):
         return None
     return Wanted(

@@ -52,7 +52,7 @@ from bot.render import Attachment, Message, render_alerts_updated
 from bot.slack_io import SlackIO
 from bot.workers import Lanes, Origin
 from storage import StorageError, Store
-from storage.tables import SlackMessageRow
+from storage.records import StoredSlackMessage
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ class SlackNotifier:
         self,
         incident_id: str,
         wanted: list[Wanted],
-        existing: Mapping[tuple[str, str], SlackMessageRow],
+        existing: Mapping[tuple[str, str], StoredSlackMessage],
         location: Location,
     ) -> list[SlotBusy]:
         """Post each missing message and update each changed one; the updates skipped
@@ -242,7 +242,7 @@ class SlackNotifier:
                     busy.append(skipped)
         return busy
 
-    def _update(self, row: SlackMessageRow, item: Wanted) -> SlotBusy | None:
+    def _update(self, row: StoredSlackMessage, item: Wanted) -> SlotBusy | None:
         try:
             self._slack.update(row.channel, row.ts, item.message, wait=False)
         except SlotBusy as e:

@@ -52,13 +52,13 @@ from agents.detection.events import (
 )
 from agents.detection.gate import AlertGate, Gate
 from agents.detection.opening import open_incident
-from agents.detection.records import alert_row, incident_from_row
+from agents.detection.records import alert_record, incident_from_record
 from agents.detection.settling import Repaired, Settling
 from agents.model import Alert, AlertStatus, Incident, IncidentId, IncidentState, Scope
 from agents.ports import Clock
 from agents.severity import SeverityMeter, SeverityWeights
 from storage import NotFound, Store
-from storage.tables import AuditRow, IncidentRow, TimelineEventRow
+from storage.records import StoredAudit, StoredIncident, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class _Run:
 
     dispositions: list[AlertDisposition] = field(default_factory=list)
     events: list[DetectorEvent] = field(default_factory=list)
-    audit: list[AuditRow] = field(default_factory=list)
+    audit: list[StoredAudit] = field(default_factory=list)
 
     def note(self, alert: Alert, disposition: Disposition, iid: str | None = None) -> None:
         self.dispositions.append(
@@ -304,7 +304,7 @@ class Detector:
 
     def _update(
         self,
-        row: IncidentRow,
+        row: StoredIncident,
         firing: list[tuple[Alert, Gate]],
         resolved: list[Alert],
         run: _Run,
@@ -319,7 +319,7 @@ class Detector:
                 scope = Scope(cluster=row.cluster, namespace=row.namespace)
                 self._record_loose(alert, scope, Disposition.RECORDED, run)
                 continue
-            rows.append(alert_row(alert, row.id, now))
+            rows.append(alert_record(alert, row.id, now))
             changes.append((alert, previous))
         if not rows:
             return
@@ -387,7 +387,7 @@ class Detector:
                 incident_id=batch.incident_id, at=now, new=batch.new, resolved=batch.resolved
             )
             self._store.incidents.add_event(
-                TimelineEventRow(
+                StoredTimelineEvent(
                     incident_id=batch.incident_id,
                     at=now,
                     state=state.value,
@@ -443,7 +443,7 @@ class Detector:
             detail["incident"] = closed_incident
             detail["starts_at"] = alert.starts_at.isoformat()
         run.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=self._clock.now(),
                 actor="detector",
                 verb="alert",
@@ -455,4 +455,4 @@ class Detector:
 
 def incident_of(store: Store, iid: str) -> Incident:
     """The incident as a domain value (for callers that hold only an id)."""
-    return incident_from_row(store.incidents.get(iid))
+    return incident_from_record(store.incidents.get(iid))

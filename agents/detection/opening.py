@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agents.detection.ids import incident_id
-from agents.detection.records import alert_row, incident_from_row
+from agents.detection.records import alert_record, incident_from_record
 from agents.model import Alert, Incident, IncidentState, Scope
 from agents.redact import redact_text
 from agents.severity import Severity, SeverityWeights
 from storage import Conflict, Store
-from storage.tables import IncidentRow, TimelineEventRow
+from storage.records import StoredIncident, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def open_incident(
             fingerprints=[a.fingerprint for a in unique],
             attempt=attempt,
         )
-        row = IncidentRow(
+        row = StoredIncident(
             id=iid,
             title=title,
             cluster=scope.cluster,
@@ -102,7 +102,7 @@ def open_incident(
             updated_at=now,
             group_key=scope.key,
         )
-        event = TimelineEventRow(
+        event = StoredTimelineEvent(
             incident_id=iid,
             at=now,
             state=IncidentState.DETECTED.value,
@@ -119,7 +119,7 @@ def open_incident(
         )
         try:
             created = store.incidents.create(
-                row, alerts=[alert_row(a, iid, now) for a in unique], events=[event]
+                row, alerts=[alert_record(a, iid, now) for a in unique], events=[event]
             )
         except Conflict:
             logger.info("incident id %s is taken; trying a longer one", iid)
@@ -133,7 +133,7 @@ def open_incident(
             len(unique),
         )
         return Opening(
-            incident=incident_from_row(created),
+            incident=incident_from_record(created),
             alerts=unique,
             findings=severity.findings,
             alert_weight=weight,

@@ -1,14 +1,15 @@
-"""Between detection's values and storage's rows: the only place detection sees a table row."""
+"""Between detection's values and storage's records (`storage.records`): incidents and their
+alerts."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from agents.model import Alert, AlertStatus, Incident, IncidentId, IncidentState, Scope
-from storage.tables import IncidentAlertRow, IncidentRow
+from storage.records import StoredAlert, StoredIncident
 
 
-def incident_from_row(row: IncidentRow) -> Incident:
+def incident_from_record(row: StoredIncident) -> Incident:
     return Incident(
         id=IncidentId(row.id),
         title=row.title,
@@ -25,8 +26,8 @@ def incident_from_row(row: IncidentRow) -> Incident:
     )
 
 
-def alert_row(alert: Alert, incident_id: str, seen: datetime) -> IncidentAlertRow:
-    return IncidentAlertRow(
+def alert_record(alert: Alert, incident_id: str, seen: datetime) -> StoredAlert:
+    return StoredAlert(
         incident_id=incident_id,
         fingerprint=alert.fingerprint,
         alertname=alert.name,
@@ -40,7 +41,7 @@ def alert_row(alert: Alert, incident_id: str, seen: datetime) -> IncidentAlertRo
     )
 
 
-def alert_from_row(row: IncidentAlertRow, *, source: str = "alertmanager") -> Alert:
+def alert_from_record(row: StoredAlert, *, source: str = "alertmanager") -> Alert:
     """The alert as last reported. The table does not keep the source; callers that know it
     pass it."""
     return Alert(

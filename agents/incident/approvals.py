@@ -21,7 +21,7 @@ from agents.model import IncidentState, PlanStatus, Risk, Scope, TransactionId
 from agents.planning.plan import Plan
 from agents.policy import NamespacePolicy
 from agents.tnr import UndoResult, UndoStatus
-from storage.tables import ApprovalRow, AuditRow, TimelineEventRow
+from storage.records import StoredApproval, StoredAudit, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class Approvals:
         **detail: object,
     ) -> Decision:
         self._store.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=self._clock.now(),
                 actor=person.user_id,
                 verb="refuse",
@@ -143,7 +143,7 @@ class Approvals:
             )
         expires = plan.expires_at or now + timedelta(seconds=policy.approval_ttl_s)
         self._store.approvals.add(
-            ApprovalRow(
+            StoredApproval(
                 id=f"appr-{uuid.uuid4().hex[:10]}",
                 plan_id=plan.id,
                 content_hash=plan.content_hash,
@@ -153,7 +153,7 @@ class Approvals:
             )
         )
         self._store.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=now,
                 actor=person.user_id,
                 verb="approve",
@@ -247,7 +247,7 @@ class Approvals:
                 verdict=Verdict.ALREADY, message="This plan was decided meanwhile.", plan=plan
             )
         self._store.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=now,
                 actor=person.user_id,
                 verb="reject",
@@ -302,7 +302,7 @@ class Approvals:
         result = self._m.undoer.undo(tx.id, actor=person.user_id, confirm_drift=confirm_drift)
         if incident is not None and result.status is UndoStatus.UNDONE:
             self._store.incidents.add_event(
-                TimelineEventRow(
+                StoredTimelineEvent(
                     incident_id=incident.id,
                     at=self._clock.now(),
                     state=incident.state.value,

@@ -1,8 +1,8 @@
-"""Between the incident loop's values and storage's rows: diagnoses and plans as JSON.
+"""Between the incident loop's values and storage's records: diagnoses and plans as JSON.
 
-The only module of the loop that sees a table row. Decoding is strict where the value drives
-a decision (a plan's actions) and lenient where it only informs (an old diagnosis whose
-evidence kinds have since grown).
+Storage hands out records (`storage.records`), never table rows. Decoding is strict where the
+value drives a decision (a plan's actions) and lenient where it only informs (an old diagnosis
+whose evidence kinds have since grown).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agents.model import (
     SimilarIncident,
 )
 from agents.planning.plan import Plan
-from storage.tables import DiagnosisRow, PlanRow
+from storage.records import StoredDiagnosis, StoredPlan
 
 
 def diagnosis_to_json(d: Diagnosis) -> JsonObject:
@@ -128,8 +128,8 @@ def diagnosis_from_json(data: JsonObject) -> Diagnosis:
     )
 
 
-def diagnosis_row(d: Diagnosis, at: datetime) -> DiagnosisRow:
-    return DiagnosisRow(
+def diagnosis_record(d: Diagnosis, at: datetime) -> StoredDiagnosis:
+    return StoredDiagnosis(
         incident_id=d.incident_id,
         created_at=at,
         reasoner=d.reasoner,
@@ -143,8 +143,8 @@ def diagnosis_row(d: Diagnosis, at: datetime) -> DiagnosisRow:
     )
 
 
-def plan_row(plan: Plan) -> PlanRow:
-    return PlanRow(
+def plan_record(plan: Plan) -> StoredPlan:
+    return StoredPlan(
         id=plan.id,
         incident_id=plan.incident_id,
         attempt=plan.attempt,
@@ -166,7 +166,7 @@ def plan_row(plan: Plan) -> PlanRow:
     )
 
 
-def plan_from_row(row: PlanRow) -> Plan:
+def plan_from_record(row: StoredPlan) -> Plan:
     body = row.body or {}
     return Plan(
         id=PlanId(row.id),

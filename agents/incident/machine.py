@@ -29,9 +29,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from agents.detection.records import alert_from_row, incident_from_row
+from agents.detection.records import alert_from_record, incident_from_record
 from agents.errors import SourcesUnavailable
-from agents.incident.codec import diagnosis_from_json, diagnosis_row, plan_from_row, plan_row
+from agents.incident.codec import (
+    diagnosis_from_json,
+    diagnosis_record,
+    plan_from_record,
+    plan_record,
+)
 from agents.incident.events import (
     Closed,
     Diagnosed,
@@ -70,7 +75,7 @@ from agents.tnr.engine import HELD_MARK, interrupted
 from agents.tnr.ledger import StorageLedger
 from agents.tnr.records import TransactionRecord
 from storage import Store
-from storage.tables import TimelineEventRow
+from storage.records import StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -146,13 +151,13 @@ class IncidentMachine:
     # ------------------------------------------------------------------------------ reads
 
     def incident(self, incident_id: str) -> Incident:
-        return incident_from_row(self.store.incidents.get(incident_id))
+        return incident_from_record(self.store.incidents.get(incident_id))
 
     def plans(self, incident_id: str) -> list[Plan]:
-        return [plan_from_row(r) for r in self.store.plans.list_for_incident(incident_id)]
+        return [plan_from_record(r) for r in self.store.plans.list_for_incident(incident_id)]
 
     def plan(self, plan_id: str) -> Plan:
-        return plan_from_row(self.store.plans.get(plan_id))
+        return plan_from_record(self.store.plans.get(plan_id))
 
     def diagnosis(self, incident_id: str) -> Diagnosis | None:
         row = self.store.diagnoses.latest(incident_id)
@@ -280,10 +285,10 @@ class IncidentMachine:
         self.move(incident, S.DIAGNOSING, "Collecting evidence")
 
     def _diagnose(self, incident: Incident) -> Diagnosis:
-        alerts = [alert_from_row(r) for r in self.store.incidents.alerts(incident.id)]
+        alerts = [alert_from_record(r) for r in self.store.incidents.alerts(incident.id)]
         diagnosis = self._diagnoser.diagnose(incident, alerts)
         diagnosis = replace(diagnosis, created_at=self.clock.now())
-        self.store.diagnoses.add(diagnosis_row(diagnosis, self.clock.now()))
+        self.store.diagnoses.add(diagnosis_record(diagnosis, self.clock.now()))
         return diagnosis
 
     def _diagnose_or_wait(self, incident: Incident) -> Diagnosis | None:
@@ -310,7 +315,7 @@ class IncidentMachine:
                 break
         if since is None:
             self.store.incidents.add_event(
-                TimelineEventRow(
+                StoredTimelineEvent(
                     incident_id=incident.id,
                     at=now,
                     state=incident.state.value,
@@ -391,7 +396,7 @@ class IncidentMachine:
             now=now,
             expires=now + timedelta(seconds=policy.approval_ttl_s),
         )
-        self.store.plans.create_many([plan_row(p) for p in plans])
+        self.store.plans.create_many([plan_record(p) for p in plans])
         self._submit(incident, policy, proposal, plans, now=now)
 
     def _nothing_proposed(
@@ -694,7 +699,7 @@ class IncidentMachine:
         if last is not None and (last.data or {}).get("not_started") == plan.id:
             return
         self.store.incidents.add_event(
-            TimelineEventRow(
+            StoredTimelineEvent(
                 incident_id=incident.id,
                 at=self.clock.now(),
                 state=incident.state.value,
@@ -816,7 +821,7 @@ class IncidentMachine:
         be read (which is not "none"). The metrics source answers; without one there is
         nothing live to ask (the stored rows of scan alerts are not resolved across a restart,
         so they cannot say), and the complete cluster measurement stands alone: ()."""
-        opened = [alert_from_row(r) for r in self.store.incidents.alerts(incident.id)]
+        opened = [alert_from_record(r) for r in self.store.incidents.alerts(incident.id)]
         if not opened:
             return ()
         live = self.engine.meter.firing_alerts(incident.scope.namespace)
@@ -843,7 +848,7 @@ class IncidentMachine:
             if event.kind == "transition":
                 break
         self.store.incidents.add_event(
-            TimelineEventRow(
+            StoredTimelineEvent(
                 incident_id=incident.id,
                 at=self.clock.now(),
                 state=incident.state.value,

@@ -6,7 +6,7 @@ changed (field-level, redacted) and when — and the last known-good state to pu
 `ChangeJournal.changes(scope, since, until)` and planning `ChangeJournal.last_known_good(...)`.
 """
 
-from agents.journal.journal import ChangeJournal, change_from_row
+from agents.journal.journal import ChangeJournal, change_from_record
 from agents.journal.kinds import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -30,5 +30,5 @@ __all__ = [
     "JournalWatcher",
     "WatchedKind",
     "attribute",
-    "change_from_row",
+    "change_from_record",
 ]

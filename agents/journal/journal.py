@@ -51,7 +51,7 @@ from agents.model import Change, ChangeType, JsonObject, KubeObject, Scope
 from agents.ports import Clock, ClusterReader
 from agents.redact import redact_at_path, redact_value
 from storage import Store
-from storage.tables import JournalEntryRow
+from storage.records import StoredJournalEntry
 
 logger = logging.getLogger(__name__)
 
@@ -68,11 +68,11 @@ class _Seen:
     resource_version: str | None
 
 
-def is_baseline(row: JournalEntryRow) -> bool:
+def is_baseline(row: StoredJournalEntry) -> bool:
     return row.change_type == ChangeType.ADDED.value and not row.diff
 
 
-def change_from_row(row: JournalEntryRow) -> Change:
+def change_from_record(row: StoredJournalEntry) -> Change:
     return Change(
         at=row.at,
         cluster=row.cluster,
@@ -159,7 +159,7 @@ class ChangeJournal:
             if row is None:
                 return None
             self._store.journal.append(row)
-            return None if is_baseline(row) else change_from_row(row)
+            return None if is_baseline(row) else change_from_record(row)
 
     def reconcile(
         self, namespace: str, kind: WatchedKind, objects: Sequence[KubeObject]
@@ -184,7 +184,7 @@ class ChangeJournal:
             self._listed.add((namespace, kind.kind))
             if rows:
                 self._store.journal.append_many(rows)
-            return [change_from_row(r) for r in rows if not is_baseline(r)]
+            return [change_from_record(r) for r in rows if not is_baseline(r)]
 
     def follow(self, reader: ClusterReader) -> None:
         """Sync from `reader` before every query (no watcher feeds this journal)."""
@@ -221,7 +221,7 @@ class ChangeJournal:
                 changes += self.reconcile(namespace, kind, objects)
         return changes
 
-    def _entry(self, event_type: str, obj: KubeObject) -> JournalEntryRow | None:
+    def _entry(self, event_type: str, obj: KubeObject) -> StoredJournalEntry | None:
         kind = self._kinds.get(obj.kind)
         namespace = obj.namespace
         if kind is None or namespace is None or namespace not in self._namespaces:
@@ -239,7 +239,7 @@ class ChangeJournal:
             return self._first_sight(key, obj, current, managed, now=now)
         return self._modified(key, previous, obj, current, managed, now=now)
 
-    def _deletion(self, namespace: str, kind: str, obj: KubeObject) -> JournalEntryRow | None:
+    def _deletion(self, namespace: str, kind: str, obj: KubeObject) -> StoredJournalEntry | None:
         """A deletion of an object the journal knows (in memory or in storage)."""
         if (namespace, kind, obj.name) not in self._seen and not self._stored(
             namespace, kind, obj.name
@@ -255,7 +255,7 @@ class ChangeJournal:
         managed: Any,
         *,
         now: datetime,
-    ) -> JournalEntryRow:
+    ) -> StoredJournalEntry:
         """An object the journal has no state of: a baseline or a creation."""
         namespace, kind, _name = key
         # Before the kind's first full list of the namespace, everything is a baseline.
@@ -287,7 +287,7 @@ class ChangeJournal:
         managed: Any,
         *,
         now: datetime,
-    ) -> JournalEntryRow | None:
+    ) -> StoredJournalEntry | None:
         """A change against the last state seen; None when the tracked part is the same."""
         before = previous.content
         after = redact_value(current) if previous.redacted else current
@@ -312,7 +312,7 @@ class ChangeJournal:
 
     def _deleted(
         self, namespace: str, kind: str, name: str, resource_version: str | None
-    ) -> JournalEntryRow:
+    ) -> StoredJournalEntry:
         seen = self._seen.pop((namespace, kind, name), None)
         now = self._clock.now()
         return self._row(
@@ -335,7 +335,7 @@ class ChangeJournal:
         diff: dict[str, list[Any]],
         content: JsonObject | None,
         resource_version: str | None,
-    ) -> JournalEntryRow:
+    ) -> StoredJournalEntry:
         namespace, kind, name = key
         if change_type is not ChangeType.ADDED or diff:
             logger.info(
@@ -347,7 +347,7 @@ class ChangeJournal:
                 manager,
                 len(diff),
             )
-        return JournalEntryRow(
+        return StoredJournalEntry(
             cluster=self._cluster,
             namespace=namespace,
             kind=kind,
@@ -396,7 +396,7 @@ class ChangeJournal:
                 until,
             )
         return [
-            change_from_row(r)
+            change_from_record(r)
             for r in rows
             if not is_baseline(r) and (kinds is None or r.kind in kinds)
         ]

@@ -27,10 +27,10 @@ from agents.model import (
 )
 from agents.tnr.records import LeaseRecord, Snapshot, TransactionRecord, UndoRecord
 from storage import StaleToken, Store
-from storage.tables import AuditRow, TransactionRow, UndoEntryRow
+from storage.records import StoredAudit, StoredTransaction, StoredUndoEntry
 
 
-def _tx(row: TransactionRow) -> TransactionRecord:
+def _tx(row: StoredTransaction) -> TransactionRecord:
     return TransactionRecord(
         id=TransactionId(row.id),
         scope=Scope(cluster=row.cluster, namespace=row.namespace),
@@ -50,7 +50,7 @@ def _tx(row: TransactionRow) -> TransactionRecord:
     )
 
 
-def _entry(row: UndoEntryRow) -> UndoRecord:
+def _entry(row: StoredUndoEntry) -> UndoRecord:
     snapshot: dict[str, Any] = dict(row.snapshot or {})
     return UndoRecord(
         id=UndoEntryId(row.id),
@@ -98,7 +98,7 @@ class StorageLedger:
         holder: str,
     ) -> TransactionRecord:
         row = self._store.transactions.create(
-            TransactionRow(
+            StoredTransaction(
                 id=new_id("tx"),
                 incident_id=incident_id,
                 plan_id=plan_id,
@@ -161,7 +161,7 @@ class StorageLedger:
     ) -> UndoRecord:
         # `seq` is assigned by storage (top of the stack + 1); ours is only a hint.
         row = self._store.undo.push(
-            UndoEntryRow(
+            StoredUndoEntry(
                 id=new_id("undo"),
                 transaction_id=transaction_id,
                 action=action_to_json(action),
@@ -224,7 +224,7 @@ class StorageLedger:
         detail: JsonObject | None = None,
     ) -> None:
         self._store.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=at,
                 actor=actor,
                 verb=verb,

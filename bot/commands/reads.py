@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.detection.records import incident_from_row
+from agents.detection.records import incident_from_record
 from agents.incident.approvals import Person
-from agents.incident.codec import plan_from_row
+from agents.incident.codec import plan_from_record
 from agents.model import (
     Autonomy,
     Diagnosis,
@@ -72,7 +72,7 @@ def open_incidents(
     """Open incidents of `cluster` (default: the one this bot serves; deployments for other
     clusters share the database, so theirs can be listed too)."""
     rows = ctx.store.incidents.list_open(cluster=cluster or ctx.cluster, namespace=namespace)
-    return [incident_from_row(r) for r in rows]
+    return [incident_from_record(r) for r in rows]
 
 
 def incident_cards(ctx: CommandContext, incidents: Sequence[Incident]) -> list[IncidentCard]:
@@ -83,7 +83,7 @@ def recently_closed(
     ctx: CommandContext, limit: int = 5, *, cluster: str | None = None
 ) -> list[Incident]:
     rows = ctx.store.incidents.list_closed(limit=limit, cluster=cluster or ctx.cluster)
-    return [incident_from_row(r) for r in rows]
+    return [incident_from_record(r) for r in rows]
 
 
 def pending_approvals(ctx: CommandContext, namespace: str | None = None) -> list[PendingApproval]:
@@ -91,7 +91,7 @@ def pending_approvals(ctx: CommandContext, namespace: str | None = None) -> list
     now = ctx.clock.now()
     out: list[PendingApproval] = []
     for row in ctx.store.plans.list_by_status(PlanStatus.PROPOSED.value):
-        plan = plan_from_row(row)
+        plan = plan_from_record(row)
         if plan.expires_at is not None and plan.expires_at <= now:
             continue
         incident = ctx.machine.incident(plan.incident_id)

@@ -29,7 +29,7 @@ from statistics import fmean
 
 from agents.model import IncidentState, PlanStatus, Scope
 from storage import Store
-from storage.tables import IncidentRow
+from storage.records import StoredIncident
 
 #: Audit verbs that end a transaction, by what the digest counts them as.
 _TX_VERBS = {"commit": "committed", "aborted": "aborted", "escalate": "aborted", "undone": "undone"}
@@ -89,7 +89,7 @@ def _first_transitions(store: Store, incident_id: str) -> dict[str, datetime]:
     return first
 
 
-def _detect_s(store: Store, incident: IncidentRow) -> float | None:
+def _detect_s(store: Store, incident: StoredIncident) -> float | None:
     if incident.source == "declared":
         return None
     starts = [a.starts_at for a in store.incidents.alerts(incident.id)]
@@ -115,7 +115,7 @@ class _Flow:
 
 
 def _flow(
-    store: Store, candidates: dict[str, IncidentRow], start: datetime, end: datetime
+    store: Store, candidates: dict[str, StoredIncident], start: datetime, end: datetime
 ) -> _Flow:
     flow = _Flow(
         opened=defaultdict(int),
@@ -156,7 +156,7 @@ def _transactions(
     return transactions
 
 
-def _pending(store: Store, open_rows: Sequence[IncidentRow], end: datetime) -> dict[str, int]:
+def _pending(store: Store, open_rows: Sequence[StoredIncident], end: datetime) -> dict[str, int]:
     """The proposed plans still waiting for approval at `end`, by namespace."""
     waiting = {r.id: r for r in open_rows if r.state == IncidentState.AWAITING_APPROVAL.value}
     pending: dict[str, int] = defaultdict(int)
@@ -167,7 +167,7 @@ def _pending(store: Store, open_rows: Sequence[IncidentRow], end: datetime) -> d
     return pending
 
 
-def _still_open(open_rows: Sequence[IncidentRow]) -> tuple[dict[str, int], dict[str, float]]:
+def _still_open(open_rows: Sequence[StoredIncident]) -> tuple[dict[str, int], dict[str, float]]:
     """The open incidents by namespace, and the worst latest μ among them."""
     worst: dict[str, float] = {}
     still_open: dict[str, int] = defaultdict(int)

@@ -21,7 +21,7 @@ from bot.digest.content import Digest, compute_digest
 from bot.digest.render import digest_figures, digest_title, render_digest
 from bot.errors import ChartFailed
 from storage import Store
-from storage.tables import AuditRow
+from storage.records import StoredAudit
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class DigestPoster:
         ts = str(posted["ts"])
         file_id = self._upload_chart(channel_id, ts, digest)
         self._store.audit.append(
-            AuditRow(
+            StoredAudit(
                 at=digest.end,
                 actor="stratus",
                 verb="digest",

@@ -13,12 +13,13 @@ from sqlalchemy import or_
 from sqlmodel import col, func, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from storage.repos.base import Repository, table_of, values_of
+from storage.records import StoredApproval
+from storage.repos.base import Repository, record_of, records_of, table_of, values_of
 from storage.tables import ApprovalRow
 
 
 class ApprovalRepository(Repository):
-    def add(self, approval: ApprovalRow) -> ApprovalRow:
+    def add(self, approval: StoredApproval) -> StoredApproval:
         """Record `approval.user_id`'s approval of the plan; returns the stored approval.
         Raises `Conflict` when the plan does not exist."""
         table = table_of(ApprovalRow)
@@ -37,25 +38,26 @@ class ApprovalRepository(Repository):
         )
         with self._db.write() as s:
             s.exec(statement)
-            return s.exec(
+            row = s.exec(
                 select(ApprovalRow)
                 .where(col(ApprovalRow.plan_id) == approval.plan_id)
                 .where(col(ApprovalRow.user_id) == approval.user_id)
             ).one()
+            return record_of(row, StoredApproval)
 
-    def list_for_plan(self, plan_id: str) -> list[ApprovalRow]:
+    def list_for_plan(self, plan_id: str) -> list[StoredApproval]:
         query = (
             select(ApprovalRow)
             .where(col(ApprovalRow.plan_id) == plan_id)
             .order_by(col(ApprovalRow.created_at), col(ApprovalRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredApproval)
 
-    def list_valid(self, plan_id: str, content_hash: str, at: datetime) -> list[ApprovalRow]:
+    def list_valid(self, plan_id: str, content_hash: str, at: datetime) -> list[StoredApproval]:
         """Approvals of exactly these contents, given by `at` and not expired at `at`."""
         with self._db.read() as s:
-            return list(s.exec(self._valid(plan_id, content_hash, at)))
+            return records_of(s.exec(self._valid(plan_id, content_hash, at)), StoredApproval)
 
     def count_valid(self, plan_id: str, content_hash: str, at: datetime) -> int:
         """How many distinct people approved exactly these contents and still count at `at`."""

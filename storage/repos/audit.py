@@ -8,19 +8,21 @@ from datetime import datetime
 
 from sqlmodel import col, select
 
-from storage.repos.base import Repository, fresh
+from storage.records import StoredAudit
+from storage.repos.base import Repository, record_of, records_of, row_of
 from storage.tables import AuditRow
 
 
 class AuditRepository(Repository):
-    def append(self, record: AuditRow) -> AuditRow:
+    def append(self, record: StoredAudit) -> StoredAudit:
         return self.append_many([record])[0]
 
-    def append_many(self, records: Sequence[AuditRow]) -> list[AuditRow]:
-        rows = [fresh(r) for r in records]
+    def append_many(self, records: Sequence[StoredAudit]) -> list[StoredAudit]:
+        rows = [row_of(r, AuditRow) for r in records]
         with self._db.write() as s:
             s.add_all(rows)
-        return rows
+            s.flush()
+            return [record_of(row, StoredAudit) for row in rows]
 
     def query(
         self,
@@ -33,7 +35,7 @@ class AuditRepository(Repository):
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 1000,
-    ) -> list[AuditRow]:
+    ) -> list[StoredAudit]:
         """Matching records in the order they were written (`since` inclusive, `until`
         exclusive)."""
         query = select(AuditRow)
@@ -54,4 +56,4 @@ class AuditRepository(Repository):
             query = query.where(col(AuditRow.at) < until)
         query = query.order_by(col(AuditRow.at), col(AuditRow.id)).limit(limit)
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredAudit)

@@ -1,10 +1,11 @@
-"""What every repository shares: the database handle, copying rows in and out, and the
-dialect-specific INSERT that both databases support for upserts."""
+"""What every repository shares: the database handle, mapping records (`storage.records`) to
+rows and back, and the dialect-specific INSERT that both databases support for upserts."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, TypeVar, cast
+from collections.abc import Collection, Iterable
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
@@ -12,7 +13,11 @@ from sqlmodel import SQLModel
 
 from storage.db import Database
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 RowT = TypeVar("RowT", bound=SQLModel)
+RecordT = TypeVar("RecordT", bound="DataclassInstance")
 
 Upsert = postgresql.Insert | sqlite.Insert
 
@@ -37,15 +42,24 @@ def table_of(model: type[SQLModel]) -> Table:
     return cast(Table, model.__table__)  # type: ignore[attr-defined]
 
 
-def fresh(row: RowT) -> RowT:
-    """A new, transient copy of `row`: what gets inserted. The caller's object is never
+def row_of(record: DataclassInstance, model: type[RowT]) -> RowT:
+    """A new, transient row holding `record`: what gets inserted. The caller's record is never
     attached to a session, so reusing it (say, inserting it twice) behaves predictably."""
-    return type(row)(**row.model_dump())
+    return model(**{f.name: getattr(record, f.name) for f in fields(record)})
 
 
-def values_of(row: SQLModel, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+def record_of(row: SQLModel, kind: type[RecordT]) -> RecordT:
+    """The record of a row read or written in a session (the row is left behind)."""
+    return kind(**{f.name: getattr(row, f.name) for f in fields(kind)})
+
+
+def records_of(rows: Iterable[RowT], kind: type[RecordT]) -> list[RecordT]:
+    return [record_of(row, kind) for row in rows]
+
+
+def values_of(record: DataclassInstance, *, exclude: Collection[str] = ()) -> dict[str, Any]:
     """Column values for a Core INSERT (autoincrement ids left out when unset)."""
-    data = row.model_dump(exclude=set(exclude))
+    data = {f.name: getattr(record, f.name) for f in fields(record) if f.name not in exclude}
     if data.get("id", 0) is None:
         del data["id"]
     return data

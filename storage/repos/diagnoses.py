@@ -5,25 +5,27 @@ from __future__ import annotations
 from sqlmodel import col, select
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, fresh
+from storage.records import StoredDiagnosis
+from storage.repos.base import Repository, record_of, records_of, row_of
 from storage.tables import DiagnosisRow
 
 
 class DiagnosisRepository(Repository):
-    def add(self, diagnosis: DiagnosisRow) -> DiagnosisRow:
-        row = fresh(diagnosis)
+    def add(self, diagnosis: StoredDiagnosis) -> StoredDiagnosis:
+        row = row_of(diagnosis, DiagnosisRow)
         with self._db.write() as s:
             s.add(row)
-        return row
+            s.flush()
+            return record_of(row, StoredDiagnosis)
 
-    def get(self, diagnosis_id: int) -> DiagnosisRow:
+    def get(self, diagnosis_id: int) -> StoredDiagnosis:
         with self._db.read() as s:
             row = s.get(DiagnosisRow, diagnosis_id)
         if row is None:
             raise NotFound(f"diagnosis {diagnosis_id}")
-        return row
+        return record_of(row, StoredDiagnosis)
 
-    def list_for_incident(self, incident_id: str) -> list[DiagnosisRow]:
+    def list_for_incident(self, incident_id: str) -> list[StoredDiagnosis]:
         """Oldest first."""
         query = (
             select(DiagnosisRow)
@@ -31,9 +33,9 @@ class DiagnosisRepository(Repository):
             .order_by(col(DiagnosisRow.created_at), col(DiagnosisRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredDiagnosis)
 
-    def latest(self, incident_id: str) -> DiagnosisRow | None:
+    def latest(self, incident_id: str) -> StoredDiagnosis | None:
         query = (
             select(DiagnosisRow)
             .where(col(DiagnosisRow.incident_id) == incident_id)
@@ -41,4 +43,5 @@ class DiagnosisRepository(Repository):
             .limit(1)
         )
         with self._db.read() as s:
-            return s.exec(query).first()
+            row = s.exec(query).first()
+            return None if row is None else record_of(row, StoredDiagnosis)

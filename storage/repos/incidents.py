@@ -16,7 +16,17 @@ from typing import Any
 from sqlmodel import Session, col, select, update
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, as_tuple, fresh, given, table_of, values_of
+from storage.records import StoredAlert, StoredIncident, StoredTimelineEvent
+from storage.repos.base import (
+    Repository,
+    as_tuple,
+    given,
+    record_of,
+    records_of,
+    row_of,
+    table_of,
+    values_of,
+)
 from storage.tables import IncidentAlertRow, IncidentRow, TimelineEventRow
 from storage.vocabulary import INCIDENT_CLOSED
 
@@ -28,30 +38,30 @@ class IncidentRepository(Repository):
 
     def create(
         self,
-        incident: IncidentRow,
+        incident: StoredIncident,
         *,
-        alerts: Sequence[IncidentAlertRow] = (),
-        events: Sequence[TimelineEventRow] = (),
-    ) -> IncidentRow:
+        alerts: Sequence[StoredAlert] = (),
+        events: Sequence[StoredTimelineEvent] = (),
+    ) -> StoredIncident:
         """Insert an incident with its first alerts and timeline events, all or nothing.
         Raises `Conflict` when the id exists."""
-        row = fresh(incident)
+        row = row_of(incident, IncidentRow)
         with self._db.write() as s:
             s.add(row)
             s.flush()  # the parent row first: the children refer to it
             for alert in alerts:
-                s.add(fresh(alert))
+                s.add(row_of(alert, IncidentAlertRow))
             for event in events:
-                s.add(fresh(event))
-        return row
+                s.add(row_of(event, TimelineEventRow))
+            return record_of(row, StoredIncident)
 
-    def get(self, incident_id: str) -> IncidentRow:
+    def get(self, incident_id: str) -> StoredIncident:
         with self._db.read() as s:
             return _get(s, incident_id)
 
     def list_open(
         self, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[IncidentRow]:
+    ) -> list[StoredIncident]:
         """Incidents not yet closed, oldest first (a restart resumes each of them)."""
         query = select(IncidentRow).where(col(IncidentRow.state) != INCIDENT_CLOSED)
         if cluster is not None:
@@ -59,18 +69,21 @@ class IncidentRepository(Repository):
         if namespace is not None:
             query = query.where(col(IncidentRow.namespace) == namespace)
         with self._db.read() as s:
-            return list(s.exec(query.order_by(col(IncidentRow.opened_at), col(IncidentRow.id))))
+            return records_of(
+                s.exec(query.order_by(col(IncidentRow.opened_at), col(IncidentRow.id))),
+                StoredIncident,
+            )
 
-    def list_by_state(self, *states: str) -> list[IncidentRow]:
+    def list_by_state(self, *states: str) -> list[StoredIncident]:
         query = (
             select(IncidentRow)
             .where(col(IncidentRow.state).in_(states))
             .order_by(col(IncidentRow.opened_at), col(IncidentRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredIncident)
 
-    def find_open_by_group_key(self, group_key: str) -> IncidentRow | None:
+    def find_open_by_group_key(self, group_key: str) -> StoredIncident | None:
         """The newest open incident whose alerts share `group_key`."""
         query = (
             select(IncidentRow)
@@ -80,9 +93,9 @@ class IncidentRepository(Repository):
             .limit(1)
         )
         with self._db.read() as s:
-            return s.exec(query).first()
+            return _first(s.exec(query).first())
 
-    def find_open_by_fingerprint(self, fingerprint: str) -> IncidentRow | None:
+    def find_open_by_fingerprint(self, fingerprint: str) -> StoredIncident | None:
         """The newest open incident that already holds an alert with `fingerprint`."""
         query = (
             select(IncidentRow)
@@ -93,7 +106,7 @@ class IncidentRepository(Repository):
             .limit(1)
         )
         with self._db.read() as s:
-            return s.exec(query).first()
+            return _first(s.exec(query).first())
 
     def list_closed(
         self,
@@ -101,7 +114,7 @@ class IncidentRepository(Repository):
         limit: int = 200,
         cluster: str | None = None,
         since: datetime | None = None,
-    ) -> list[IncidentRow]:
+    ) -> list[StoredIncident]:
         """Closed incidents, newest first: the corpus of similar-incident search."""
         query = select(IncidentRow).where(col(IncidentRow.state) == INCIDENT_CLOSED)
         if cluster is not None:
@@ -110,7 +123,7 @@ class IncidentRepository(Repository):
             query = query.where(col(IncidentRow.closed_at) >= since)
         query = query.order_by(col(IncidentRow.closed_at).desc(), col(IncidentRow.id)).limit(limit)
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredIncident)
 
     # ------------------------------------------------------------------------- state changes
 
@@ -186,7 +199,7 @@ class IncidentRepository(Repository):
         attempt: int | None = None,
         title: str | None = None,
         service: str | None = None,
-    ) -> IncidentRow:
+    ) -> StoredIncident:
         """Change figures and labels that are not a state change (None leaves a field)."""
         values = {"updated_at": at, **given(mu=mu, attempt=attempt, title=title, service=service)}
         with self._db.write() as s:
@@ -223,25 +236,26 @@ class IncidentRepository(Repository):
 
     # ------------------------------------------------------------------------- timeline
 
-    def add_event(self, event: TimelineEventRow) -> TimelineEventRow:
+    def add_event(self, event: StoredTimelineEvent) -> StoredTimelineEvent:
         """A timeline line that is not a state change (a note, an alert, an approval)."""
-        row = fresh(event)
+        row = row_of(event, TimelineEventRow)
         with self._db.write() as s:
             s.add(row)
-        return row
+            s.flush()
+            return record_of(row, StoredTimelineEvent)
 
-    def timeline(self, incident_id: str) -> list[TimelineEventRow]:
+    def timeline(self, incident_id: str) -> list[StoredTimelineEvent]:
         query = (
             select(TimelineEventRow)
             .where(col(TimelineEventRow.incident_id) == incident_id)
             .order_by(col(TimelineEventRow.at), col(TimelineEventRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredTimelineEvent)
 
     # ------------------------------------------------------------------------- alerts
 
-    def record_alerts(self, alerts: Sequence[IncidentAlertRow]) -> list[IncidentAlertRow]:
+    def record_alerts(self, alerts: Sequence[StoredAlert]) -> list[StoredAlert]:
         """Add alerts to their incidents, or update the ones already there (same incident and
         fingerprint): status, labels, annotations, ends_at and last_seen follow the newest
         report, first_seen stays, count goes up by one. One transaction for the batch."""
@@ -265,28 +279,34 @@ class IncidentRepository(Repository):
                 )
                 s.exec(statement)
                 keys.append((alert.incident_id, alert.fingerprint))
-            rows = [
-                s.exec(
-                    select(IncidentAlertRow)
-                    .where(col(IncidentAlertRow.incident_id) == incident_id)
-                    .where(col(IncidentAlertRow.fingerprint) == fingerprint)
-                ).one()
+            return [
+                record_of(
+                    s.exec(
+                        select(IncidentAlertRow)
+                        .where(col(IncidentAlertRow.incident_id) == incident_id)
+                        .where(col(IncidentAlertRow.fingerprint) == fingerprint)
+                    ).one(),
+                    StoredAlert,
+                )
                 for incident_id, fingerprint in keys
             ]
-        return rows
 
-    def alerts(self, incident_id: str) -> list[IncidentAlertRow]:
+    def alerts(self, incident_id: str) -> list[StoredAlert]:
         query = (
             select(IncidentAlertRow)
             .where(col(IncidentAlertRow.incident_id) == incident_id)
             .order_by(col(IncidentAlertRow.first_seen), col(IncidentAlertRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredAlert)
 
 
-def _get(s: Session, incident_id: str, *, populate: bool = False) -> IncidentRow:
+def _get(s: Session, incident_id: str, *, populate: bool = False) -> StoredIncident:
     row = s.get(IncidentRow, incident_id, populate_existing=populate)
     if row is None:
         raise NotFound(f"incident {incident_id}")
-    return row
+    return record_of(row, StoredIncident)
+
+
+def _first(row: IncidentRow | None) -> StoredIncident | None:
+    return None if row is None else record_of(row, StoredIncident)

@@ -11,21 +11,23 @@ from datetime import datetime
 
 from sqlmodel import col, select
 
-from storage.repos.base import Repository, fresh
+from storage.records import StoredJournalEntry
+from storage.repos.base import Repository, record_of, records_of, row_of
 from storage.tables import JournalEntryRow
 
 DELETED = "DELETED"
 
 
 class JournalRepository(Repository):
-    def append(self, entry: JournalEntryRow) -> JournalEntryRow:
+    def append(self, entry: StoredJournalEntry) -> StoredJournalEntry:
         return self.append_many([entry])[0]
 
-    def append_many(self, entries: Sequence[JournalEntryRow]) -> list[JournalEntryRow]:
-        rows = [fresh(e) for e in entries]
+    def append_many(self, entries: Sequence[StoredJournalEntry]) -> list[StoredJournalEntry]:
+        rows = [row_of(e, JournalEntryRow) for e in entries]
         with self._db.write() as s:
             s.add_all(rows)
-        return rows
+            s.flush()
+            return [record_of(row, StoredJournalEntry) for row in rows]
 
     def query(
         self,
@@ -37,7 +39,7 @@ class JournalRepository(Repository):
         kind: str | None = None,
         name: str | None = None,
         limit: int = 500,
-    ) -> list[JournalEntryRow]:
+    ) -> list[StoredJournalEntry]:
         """Changes in a scope, oldest first (`since` inclusive, `until` exclusive)."""
         query = (
             select(JournalEntryRow)
@@ -54,11 +56,11 @@ class JournalRepository(Repository):
             query = query.where(col(JournalEntryRow.at) < until)
         query = query.order_by(col(JournalEntryRow.at), col(JournalEntryRow.id)).limit(limit)
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredJournalEntry)
 
     def last_known_good(
         self, cluster: str, namespace: str, kind: str, name: str, *, before: datetime
-    ) -> JournalEntryRow | None:
+    ) -> StoredJournalEntry | None:
         """The newest recorded state of the object strictly before `before` (a deletion has
         no state, so the state before it counts), or None when the journal has none."""
         query = (
@@ -74,4 +76,5 @@ class JournalRepository(Repository):
             .limit(1)
         )
         with self._db.read() as s:
-            return s.exec(query).first()
+            row = s.exec(query).first()
+            return None if row is None else record_of(row, StoredJournalEntry)

@@ -11,47 +11,51 @@ from datetime import datetime
 from sqlmodel import col, select, update
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, as_tuple, fresh, given
+from storage.records import StoredPlan
+from storage.repos.base import Repository, as_tuple, given, record_of, records_of, row_of
 from storage.tables import PlanRow
 
 logger = logging.getLogger(__name__)
 
 
 class PlanRepository(Repository):
-    def create(self, plan: PlanRow) -> PlanRow:
+    def create(self, plan: StoredPlan) -> StoredPlan:
         return self.create_many([plan])[0]
 
-    def create_many(self, plans: Sequence[PlanRow]) -> list[PlanRow]:
+    def create_many(self, plans: Sequence[StoredPlan]) -> list[StoredPlan]:
         """A ranked set of alternatives, all or nothing. Raises `Conflict` on a known id."""
-        rows = [fresh(p) for p in plans]
+        rows = [row_of(p, PlanRow) for p in plans]
         with self._db.write() as s:
             s.add_all(rows)
-        return rows
+            s.flush()
+            return [record_of(row, StoredPlan) for row in rows]
 
-    def get(self, plan_id: str) -> PlanRow:
+    def get(self, plan_id: str) -> StoredPlan:
         with self._db.read() as s:
             row = s.get(PlanRow, plan_id)
         if row is None:
             raise NotFound(f"plan {plan_id}")
-        return row
+        return record_of(row, StoredPlan)
 
-    def list_for_incident(self, incident_id: str, *, attempt: int | None = None) -> list[PlanRow]:
+    def list_for_incident(
+        self, incident_id: str, *, attempt: int | None = None
+    ) -> list[StoredPlan]:
         """By attempt, then rank."""
         query = select(PlanRow).where(col(PlanRow.incident_id) == incident_id)
         if attempt is not None:
             query = query.where(col(PlanRow.attempt) == attempt)
         query = query.order_by(col(PlanRow.attempt), col(PlanRow.rank), col(PlanRow.created_at))
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredPlan)
 
-    def list_by_status(self, *statuses: str) -> list[PlanRow]:
+    def list_by_status(self, *statuses: str) -> list[StoredPlan]:
         query = (
             select(PlanRow)
             .where(col(PlanRow.status).in_(statuses))
             .order_by(col(PlanRow.created_at), col(PlanRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredPlan)
 
     def set_status(
         self,

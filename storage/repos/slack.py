@@ -8,12 +8,13 @@ from datetime import datetime
 from sqlmodel import Session, col, select, update
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, given, values_of
+from storage.records import StoredSlackMessage
+from storage.repos.base import Repository, given, record_of, records_of, values_of
 from storage.tables import SlackMessageRow
 
 
 class SlackMessageRepository(Repository):
-    def save(self, message: SlackMessageRow) -> SlackMessageRow:
+    def save(self, message: StoredSlackMessage) -> StoredSlackMessage:
         """Insert, or update the message already stored at (channel, ts): its kind, ref,
         thread and updated_at change, its created_at stays."""
         insert = self._insert(SlackMessageRow).values(values_of(message))
@@ -31,7 +32,7 @@ class SlackMessageRepository(Repository):
             s.exec(statement)
             return self._get(s, message.channel, message.ts)
 
-    def get(self, channel: str, ts: str) -> SlackMessageRow:
+    def get(self, channel: str, ts: str) -> StoredSlackMessage:
         with self._db.read() as s:
             return self._get(s, channel, ts)
 
@@ -41,7 +42,7 @@ class SlackMessageRepository(Repository):
         incident_id: str | None = None,
         kind: str | None = None,
         ref: str | None = None,
-    ) -> list[SlackMessageRow]:
+    ) -> list[StoredSlackMessage]:
         """Messages matching every given field, oldest first."""
         query = select(SlackMessageRow)
         if incident_id is not None:
@@ -52,7 +53,7 @@ class SlackMessageRepository(Repository):
             query = query.where(col(SlackMessageRow.ref) == ref)
         query = query.order_by(col(SlackMessageRow.created_at), col(SlackMessageRow.id))
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredSlackMessage)
 
     def update(
         self,
@@ -63,7 +64,7 @@ class SlackMessageRepository(Repository):
         kind: str | None = None,
         ref: str | None = None,
         thread_ts: str | None = None,
-    ) -> SlackMessageRow:
+    ) -> StoredSlackMessage:
         """Record that the message was updated (and what it now shows). Raises `NotFound`."""
         values = {"updated_at": at, **given(kind=kind, ref=ref, thread_ts=thread_ts)}
         with self._db.write() as s:
@@ -78,7 +79,7 @@ class SlackMessageRepository(Repository):
             return self._get(s, channel, ts)
 
     @staticmethod
-    def _get(s: Session, channel: str, ts: str) -> SlackMessageRow:
+    def _get(s: Session, channel: str, ts: str) -> StoredSlackMessage:
         row = s.exec(
             select(SlackMessageRow)
             .where(col(SlackMessageRow.channel) == channel)
@@ -87,4 +88,4 @@ class SlackMessageRepository(Repository):
         ).first()
         if row is None:
             raise NotFound(f"slack message {channel}/{ts}")
-        return row
+        return record_of(row, StoredSlackMessage)

@@ -11,7 +11,8 @@ from typing import Any
 from sqlmodel import col, select, update
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, as_tuple, fresh, given
+from storage.records import StoredTransaction
+from storage.repos.base import Repository, as_tuple, given, record_of, records_of, row_of
 from storage.tables import TransactionRow
 from storage.vocabulary import TRANSACTION_COMMITTED, TRANSACTION_INTERRUPTED
 
@@ -19,18 +20,19 @@ logger = logging.getLogger(__name__)
 
 
 class TransactionRepository(Repository):
-    def create(self, transaction: TransactionRow) -> TransactionRow:
-        row = fresh(transaction)
+    def create(self, transaction: StoredTransaction) -> StoredTransaction:
+        row = row_of(transaction, TransactionRow)
         with self._db.write() as s:
             s.add(row)
-        return row
+            s.flush()
+            return record_of(row, StoredTransaction)
 
-    def get(self, transaction_id: str) -> TransactionRow:
+    def get(self, transaction_id: str) -> StoredTransaction:
         with self._db.read() as s:
             row = s.get(TransactionRow, transaction_id)
         if row is None:
             raise NotFound(f"transaction {transaction_id}")
-        return row
+        return record_of(row, StoredTransaction)
 
     def set_status(
         self,
@@ -81,7 +83,7 @@ class TransactionRepository(Repository):
         validation: dict[str, Any] | None = None,
         deadline_at: datetime | None = None,
         fencing_token: int | None = None,
-    ) -> TransactionRow:
+    ) -> StoredTransaction:
         """Record measurements without a status change (None leaves a field)."""
         values = given(
             mu0=mu0,
@@ -98,9 +100,9 @@ class TransactionRepository(Repository):
             row = s.get(TransactionRow, transaction_id, populate_existing=True)
             if row is None:
                 raise NotFound(f"transaction {transaction_id}")
-            return row
+            return record_of(row, StoredTransaction)
 
-    def list_interrupted(self) -> list[TransactionRow]:
+    def list_interrupted(self) -> list[StoredTransaction]:
         """Transactions a crash or restart cut short (open, validating, aborting), oldest
         first: each must be finished or rolled back from its undo entries."""
         query = (
@@ -109,9 +111,9 @@ class TransactionRepository(Repository):
             .order_by(col(TransactionRow.started_at), col(TransactionRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredTransaction)
 
-    def list_committed_for_scope(self, cluster: str, namespace: str) -> list[TransactionRow]:
+    def list_committed_for_scope(self, cluster: str, namespace: str) -> list[StoredTransaction]:
         """Committed transactions of a scope, newest first (the order they must be undone)."""
         query = (
             select(TransactionRow)
@@ -121,13 +123,13 @@ class TransactionRepository(Repository):
             .order_by(col(TransactionRow.started_at).desc(), col(TransactionRow.id).desc())
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredTransaction)
 
-    def list_for_incident(self, incident_id: str) -> list[TransactionRow]:
+    def list_for_incident(self, incident_id: str) -> list[StoredTransaction]:
         query = (
             select(TransactionRow)
             .where(col(TransactionRow.incident_id) == incident_id)
             .order_by(col(TransactionRow.started_at), col(TransactionRow.id))
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredTransaction)

@@ -18,7 +18,8 @@ from sqlalchemy import ColumnElement, and_, or_
 from sqlmodel import Session, col, func, select, update
 
 from storage.errors import NotFound
-from storage.repos.base import Repository, fresh, given
+from storage.records import StoredUndoEntry
+from storage.repos.base import Repository, given, record_of, records_of, row_of
 from storage.tables import TransactionRow, UndoEntryRow
 from storage.vocabulary import (
     TRANSACTION_COMMITTED,
@@ -45,11 +46,11 @@ class ObjectKey(Protocol):
 
 
 class UndoRepository(Repository):
-    def push(self, entry: UndoEntryRow) -> UndoEntryRow:
+    def push(self, entry: StoredUndoEntry) -> StoredUndoEntry:
         """Persist `entry` on top of its transaction's stack, as `pending`, before the write it
         covers. Its `seq` is assigned here (1, 2, ...). Raises `Conflict` when the transaction
         does not exist."""
-        row = fresh(entry)
+        row = row_of(entry, UndoEntryRow)
         row.state = UNDO_PENDING
         with self._db.write() as s:
             top = s.exec(
@@ -59,14 +60,15 @@ class UndoRepository(Repository):
             ).one()
             row.seq = (top or 0) + 1
             s.add(row)
-        return row
+            s.flush()
+            return record_of(row, StoredUndoEntry)
 
-    def get(self, entry_id: str) -> UndoEntryRow:
+    def get(self, entry_id: str) -> StoredUndoEntry:
         with self._db.read() as s:
             row = s.get(UndoEntryRow, entry_id)
         if row is None:
             raise NotFound(f"undo entry {entry_id}")
-        return row
+        return record_of(row, StoredUndoEntry)
 
     def mark_applied(
         self,
@@ -124,7 +126,7 @@ class UndoRepository(Repository):
             logger.info("undo entry %s: not %s, it is %s", entry_id, state, current.state)
             return False
 
-    def stack(self, transaction_id: str) -> list[UndoEntryRow]:
+    def stack(self, transaction_id: str) -> list[StoredUndoEntry]:
         """The transaction's entries, top of the stack first (the order to pop them)."""
         query = (
             select(UndoEntryRow)
@@ -132,9 +134,9 @@ class UndoRepository(Repository):
             .order_by(col(UndoEntryRow.seq).desc())
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredUndoEntry)
 
-    def committed_stack(self, targets: Iterable[ObjectKey]) -> list[UndoEntryRow]:
+    def committed_stack(self, targets: Iterable[ObjectKey]) -> list[StoredUndoEntry]:
         """Applied entries of committed transactions on any of `targets`, across
         transactions, in the order to undo them: the latest write first."""
         match = _targets(targets)
@@ -153,7 +155,7 @@ class UndoRepository(Repository):
             )
         )
         with self._db.read() as s:
-            return list(s.exec(query))
+            return records_of(s.exec(query), StoredUndoEntry)
 
     def later_transactions(self, transaction_id: str) -> list[str]:
         """Committed transactions started after `transaction_id` that changed any object it

@@ -9,7 +9,7 @@ import pytest
 
 from agents.similar import Bm25Index, SimilarIncidents, words
 from storage import Store
-from storage.tables import DiagnosisRow, IncidentRow
+from storage.records import StoredDiagnosis, StoredIncident
 from tests.agents.detection.fakes import at, migrated_store
 
 PAST = [
@@ -68,7 +68,7 @@ def _close(
     seconds: float,
 ) -> None:
     store.incidents.create(
-        IncidentRow(
+        StoredIncident(
             id=iid,
             title=title,
             cluster="lab",
@@ -81,7 +81,7 @@ def _close(
         )
     )
     store.diagnoses.add(
-        DiagnosisRow(
+        StoredDiagnosis(
             incident_id=iid,
             created_at=at(seconds + 1),
             reasoner="offline",
@@ -164,7 +164,7 @@ def test_incidents_closed_later_are_found_and_open_ones_never(store: Store) -> N
     search = SimilarIncidents(store)
     assert search.refresh() == 5
     store.incidents.create(
-        IncidentRow(
+        StoredIncident(
             id="INC-open",
             title="cart: redis connection refused",
             cluster="lab",

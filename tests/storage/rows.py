@@ -5,18 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from storage.tables import (
-    IncidentAlertRow,
-    IncidentRow,
-    PlanRow,
-    TimelineEventRow,
-    TransactionRow,
-    UndoEntryRow,
+from storage.records import (
+    StoredAlert,
+    StoredIncident,
+    StoredPlan,
+    StoredTimelineEvent,
+    StoredTransaction,
+    StoredUndoEntry,
 )
 from tests.storage.conftest import T0
 
 
-def incident(id: str = "inc-1", **fields: Any) -> IncidentRow:
+def incident(id: str = "inc-1", **fields: Any) -> StoredIncident:
     values: dict[str, Any] = {
         "title": "frontend 5xx",
         "cluster": "lab",
@@ -29,10 +29,10 @@ def incident(id: str = "inc-1", **fields: Any) -> IncidentRow:
         "group_key": "lab/hotel/HighErrorRate",
     }
     values.update(fields)
-    return IncidentRow(id=id, **values)
+    return StoredIncident(id=id, **values)
 
 
-def alert(incident_id: str = "inc-1", fingerprint: str = "fp-1", **fields: Any) -> IncidentAlertRow:
+def alert(incident_id: str = "inc-1", fingerprint: str = "fp-1", **fields: Any) -> StoredAlert:
     seen: datetime = fields.pop("seen", T0)
     values: dict[str, Any] = {
         "alertname": "HighErrorRate",
@@ -44,10 +44,10 @@ def alert(incident_id: str = "inc-1", fingerprint: str = "fp-1", **fields: Any) 
         "last_seen": seen,
     }
     values.update(fields)
-    return IncidentAlertRow(incident_id=incident_id, fingerprint=fingerprint, **values)
+    return StoredAlert(incident_id=incident_id, fingerprint=fingerprint, **values)
 
 
-def event(incident_id: str = "inc-1", **fields: Any) -> TimelineEventRow:
+def event(incident_id: str = "inc-1", **fields: Any) -> StoredTimelineEvent:
     values: dict[str, Any] = {
         "at": T0,
         "state": "detected",
@@ -55,10 +55,10 @@ def event(incident_id: str = "inc-1", **fields: Any) -> TimelineEventRow:
         "message": "detected",
     }
     values.update(fields)
-    return TimelineEventRow(incident_id=incident_id, **values)
+    return StoredTimelineEvent(incident_id=incident_id, **values)
 
 
-def plan(id: str = "plan-1", incident_id: str = "inc-1", **fields: Any) -> PlanRow:
+def plan(id: str = "plan-1", incident_id: str = "inc-1", **fields: Any) -> StoredPlan:
     values: dict[str, Any] = {
         "status": "proposed",
         "risk": "low",
@@ -68,10 +68,10 @@ def plan(id: str = "plan-1", incident_id: str = "inc-1", **fields: Any) -> PlanR
         "created_at": T0,
     }
     values.update(fields)
-    return PlanRow(id=id, incident_id=incident_id, **values)
+    return StoredPlan(id=id, incident_id=incident_id, **values)
 
 
-def transaction(id: str = "txn-1", **fields: Any) -> TransactionRow:
+def transaction(id: str = "txn-1", **fields: Any) -> StoredTransaction:
     values: dict[str, Any] = {
         "incident_id": "inc-1",
         "cluster": "lab",
@@ -82,7 +82,7 @@ def transaction(id: str = "txn-1", **fields: Any) -> TransactionRow:
         "holder": "replica-1",
     }
     values.update(fields)
-    return TransactionRow(id=id, **values)
+    return StoredTransaction(id=id, **values)
 
 
 def undo_entry(
@@ -93,7 +93,7 @@ def undo_entry(
     name: str = "frontend",
     namespace: str | None = "hotel",
     **fields: Any,
-) -> UndoEntryRow:
+) -> StoredUndoEntry:
     values: dict[str, Any] = {
         "action": {"type": "scale", "replicas": 3},
         "target_api_version": "apps/v1",
@@ -101,7 +101,7 @@ def undo_entry(
         "created_at": T0,
     }
     values.update(fields)
-    return UndoEntryRow(
+    return StoredUndoEntry(
         id=id,
         transaction_id=transaction_id,
         target_kind=kind,

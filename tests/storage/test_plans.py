@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from storage import Conflict, NotFound, Store
-from storage.tables import ApprovalRow, DiagnosisRow
+from storage.records import StoredApproval, StoredDiagnosis
 from tests.storage import rows
 from tests.storage.conftest import at
 
@@ -27,8 +27,8 @@ def approval(
     t: float = 0,
     ttl: float = 600,
     id: str | None = None,
-) -> ApprovalRow:
-    return ApprovalRow(
+) -> StoredApproval:
+    return StoredApproval(
         id=id or f"apr-{user}-{t}",
         plan_id=plan_id,
         content_hash=content_hash,
@@ -153,7 +153,7 @@ def test_diagnoses(with_incident: Store) -> None:
     store = with_incident
     for n, service in enumerate(["frontend", "geo"]):
         store.diagnoses.add(
-            DiagnosisRow(
+            StoredDiagnosis(
                 incident_id="inc-1",
                 created_at=at(n),
                 reasoner="offline",

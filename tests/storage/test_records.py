@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from storage import NotFound, Store
-from storage.tables import AuditRow, JournalEntryRow, SlackMessageRow
+from storage.records import StoredAudit, StoredJournalEntry, StoredSlackMessage
 from tests.storage import rows
 from tests.storage.conftest import at
 
@@ -15,7 +15,7 @@ from tests.storage.conftest import at
 def test_audit_append_and_filters(store: Store) -> None:
     store.audit.append_many(
         [
-            AuditRow(
+            StoredAudit(
                 at=at(0),
                 actor="engine",
                 verb="dry_run",
@@ -24,7 +24,7 @@ def test_audit_append_and_filters(store: Store) -> None:
                 scope="lab/hotel",
                 detail={"ok": True},
             ),
-            AuditRow(
+            StoredAudit(
                 at=at(1),
                 actor="engine",
                 verb="write",
@@ -32,8 +32,8 @@ def test_audit_append_and_filters(store: Store) -> None:
                 transaction_id="t1",
                 scope="lab/hotel",
             ),
-            AuditRow(at=at(2), actor="U42", verb="approve", incident_id="i1"),
-            AuditRow(
+            StoredAudit(at=at(2), actor="U42", verb="approve", incident_id="i1"),
+            StoredAudit(
                 at=at(3),
                 actor="engine",
                 verb="write",
@@ -43,7 +43,7 @@ def test_audit_append_and_filters(store: Store) -> None:
             ),
         ]
     )
-    single = store.audit.append(AuditRow(at=at(4), actor="U7", verb="refuse", incident_id="i2"))
+    single = store.audit.append(StoredAudit(at=at(4), actor="U7", verb="refuse", incident_id="i2"))
     assert single.id is not None
 
     assert [r.verb for r in store.audit.query(incident_id="i1")] == ["dry_run", "write", "approve"]
@@ -57,7 +57,7 @@ def test_audit_append_and_filters(store: Store) -> None:
     assert store.audit.query(incident_id="i1")[0].detail == {"ok": True}
 
 
-def journal(name: str, t: float, change: str = "MODIFIED", **fields: Any) -> JournalEntryRow:
+def journal(name: str, t: float, change: str = "MODIFIED", **fields: Any) -> StoredJournalEntry:
     values: dict[str, Any] = {
         "cluster": "lab",
         "namespace": "hotel",
@@ -67,7 +67,7 @@ def journal(name: str, t: float, change: str = "MODIFIED", **fields: Any) -> Jou
         "object": {"spec": {"image": f"{name}:{t}"}},
     }
     values.update(fields)
-    return JournalEntryRow(name=name, at=at(t), change_type=change, **values)
+    return StoredJournalEntry(name=name, at=at(t), change_type=change, **values)
 
 
 def test_journal_window_queries(store: Store) -> None:
@@ -114,7 +114,7 @@ def test_last_known_good_is_the_newest_state_before_the_instant(store: Store) ->
     assert store.journal.last_known_good("lab", "hotel", "ConfigMap", "web", before=at(999)) is None
 
 
-def slack(ts: str, **fields: Any) -> SlackMessageRow:
+def slack(ts: str, **fields: Any) -> StoredSlackMessage:
     values: dict[str, Any] = {
         "incident_id": "inc-1",
         "channel": "C1",
@@ -124,7 +124,7 @@ def slack(ts: str, **fields: Any) -> SlackMessageRow:
         "updated_at": at(0),
     }
     values.update(fields)
-    return SlackMessageRow(ts=ts, **values)
+    return StoredSlackMessage(ts=ts, **values)
 
 
 def test_slack_messages_save_find_update(store: Store) -> None:

@@ -66,7 +66,7 @@ import psycopg
 import yaml
 from sqlalchemy.engine import make_url
 
-from agents.detection.records import incident_from_row
+from agents.detection.records import incident_from_record
 from agents.model import IncidentId, IncidentState, TransactionStatus, UndoState
 from agents.tnr.ledger import StorageLedger
 from agents.tnr.records import TransactionRecord
@@ -515,7 +515,7 @@ class Observer:
         self.db.close()
 
     def state(self, incident_id: str) -> IncidentState:
-        return incident_from_row(self.store.incidents.get(incident_id)).state
+        return incident_from_record(self.store.incidents.get(incident_id)).state
 
     def transactions(self, incident_id: str) -> list[TransactionRecord]:
         return list(self.ledger.for_incident(IncidentId(incident_id)))

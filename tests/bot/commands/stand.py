@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agents.actions import ScaleWorkload
-from agents.incident.codec import plan_row
+from agents.incident.codec import plan_record
 from agents.model import (
     Incident,
     IncidentId,
@@ -40,7 +40,7 @@ from bot.services import Options, Services, build_services
 from lab.sim.world import LabWorld, WorldConfig
 from lab.slack import ChannelSpec, Delivery, SlackWorkspace, WorkspaceConfig
 from storage import Store
-from storage.tables import IncidentRow, TimelineEventRow
+from storage.records import StoredIncident, StoredTimelineEvent
 
 T = TypeVar("T")
 
@@ -151,7 +151,7 @@ class Stand:
         at = opened_at or self.now
         iid = f"INC-{at:%Y%m%d}-geo-{suffix}"
         self.store.incidents.create(
-            IncidentRow(
+            StoredIncident(
                 id=iid,
                 title=title,
                 cluster=cluster,
@@ -165,10 +165,10 @@ class Stand:
                 group_key=group_key or f"{cluster}/{namespace}",
             ),
             events=[
-                TimelineEventRow(
+                StoredTimelineEvent(
                     incident_id=iid, at=at, state="detected", kind="transition", message="Detected"
                 ),
-                TimelineEventRow(
+                StoredTimelineEvent(
                     incident_id=iid,
                     at=at + timedelta(seconds=1),
                     state=state.value,
@@ -194,7 +194,7 @@ class Stand:
             created_at=self.now,
             expires_at=self.now + ttl,
         )
-        self.store.plans.create(plan_row(plan))
+        self.store.plans.create(plan_record(plan))
         return plan
 
     def commit_scale(self, name: str, replicas: int) -> TransactionId:

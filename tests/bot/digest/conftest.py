@@ -11,7 +11,13 @@ import pytest
 
 from storage import Store
 from storage.migrations import upgrade
-from storage.tables import AuditRow, IncidentAlertRow, IncidentRow, PlanRow, TimelineEventRow
+from storage.records import (
+    StoredAlert,
+    StoredAudit,
+    StoredIncident,
+    StoredPlan,
+    StoredTimelineEvent,
+)
 
 T0 = datetime(2026, 1, 5, 0, 0, tzinfo=UTC)  # the period is [T0, T0 + 24 h)
 END = T0 + timedelta(hours=24)
@@ -46,7 +52,7 @@ def incident(
     """An incident opened at `opened` that went through `states` (the last one is where it is;
     "closed" closes it)."""
     store.incidents.create(
-        IncidentRow(
+        StoredIncident(
             id=iid,
             title=f"{iid} title",
             cluster=cluster,
@@ -62,7 +68,7 @@ def incident(
         alerts=[]
         if alert_start is None
         else [
-            IncidentAlertRow(
+            StoredAlert(
                 incident_id=iid,
                 fingerprint=f"fp-{iid}",
                 alertname="ServiceErrors",
@@ -75,7 +81,7 @@ def incident(
             )
         ],
         events=[
-            TimelineEventRow(
+            StoredTimelineEvent(
                 incident_id=iid, at=opened, state="detected", kind="transition", message="Detected"
             )
         ],
@@ -91,13 +97,15 @@ def incident(
 
 def audit(store: Store, verb: str, tx: str, namespace: str, when: datetime) -> None:
     store.audit.append(
-        AuditRow(at=when, actor="stratus", verb=verb, transaction_id=tx, scope=f"lab/{namespace}")
+        StoredAudit(
+            at=when, actor="stratus", verb=verb, transaction_id=tx, scope=f"lab/{namespace}"
+        )
     )
 
 
 def plan(store: Store, plan_id: str, incident_id: str, *, expires: datetime) -> None:
     store.plans.create(
-        PlanRow(
+        StoredPlan(
             id=plan_id,
             incident_id=incident_id,
             status="proposed",

@@ -9,7 +9,7 @@ from bot.home import HomeAction
 from bot.ids import ActionId
 from bot.render import PlanButton
 from lab.slack.blocks import check_view
-from storage.tables import ApprovalRow
+from storage.records import StoredApproval
 from tests.bot.commands.stand import TIMEOUT, Stand
 
 
@@ -39,7 +39,7 @@ def test_approvals_wait_for_the_approvers_who_have_not_approved_yet(home: Stand)
     plan = home.seed_plan(incident)
     expected = PlanButton(plan_id=plan.id, content_hash=plan.content_hash).value()
     home.store.approvals.add(
-        ApprovalRow(
+        StoredApproval(
             id="appr-bob",
             plan_id=plan.id,
             content_hash=plan.content_hash,
