@@ -49,7 +49,7 @@ from bot.render import (
     render_waiting,
 )
 from storage import Store
-from storage.records import StoredPlan, StoredTimelineEvent
+from storage.records import AuditVerb, StoredPlan, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -313,7 +313,7 @@ class IncidentMessages:
     def _undone(self, tx: TransactionRecord) -> tuple[str, int, int, datetime] | None:
         if tx.status is not TransactionStatus.UNDONE:
             return None
-        records = self._store.audit.query(transaction_id=tx.id, verb="undone")
+        records = self._store.audit.query(transaction_id=tx.id, verb=AuditVerb.UNDONE)
         if not records:
             return ("stratus", 0, 0, tx.ended_at or tx.started_at)
         record = records[-1]

@@ -17,7 +17,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
+
+
+class AuditVerb(StrEnum):
+    """What an audit record says happened: one vocabulary for whoever writes the trail (the
+    engine, Undo, approvals, detection, the digest) and whoever reads it (the channel, the
+    digest, the bench). The repository refuses a verb not listed here."""
+
+    # A transaction, step by step (DESIGN section 3).
+    REFUSE = "refuse"  # admission refused it before any write (or an approval was refused)
+    NOT_STARTED = "not_started"  # μ_before could not be measured: nothing opened
+    LOCK = "lock"
+    DRY_RUN = "dry_run"
+    SNAPSHOT = "snapshot"
+    WRITE = "write"
+    VALIDATE = "validate"
+    COMMIT = "commit"
+    ABORT = "abort"  # the rollback begins
+    RESTORE = "restore"  # one snapshot re-applied
+    ABORTED = "aborted"  # rolled back, μ back within bounds
+    ESCALATE = "escalate"  # rolled back, μ not back: a person takes over
+    HELD = "held"  # not even restore was possible: held visibly
+    # Undo of a committed transaction.
+    UNDO = "undo"
+    UNDO_RESTORE = "undo_restore"
+    UNDO_BLOCKED = "undo_blocked"
+    UNDO_DRIFT = "undo_drift"
+    UNDONE = "undone"
+    # People, alerts, digests.
+    APPROVE = "approve"
+    REJECT = "reject"
+    ALERT = "alert"
+    DIGEST = "digest"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -189,9 +222,7 @@ class StoredAudit:
 
     at: datetime
     actor: str
-    #: dry_run, snapshot, write, validate, commit, abort, restore, undo, approve, reject,
-    #: refuse, lock, ...
-    verb: str
+    verb: AuditVerb
     incident_id: str | None = None
     transaction_id: str | None = None
     scope: str | None = None

@@ -58,7 +58,7 @@ from agents.model import Alert, AlertStatus, Incident, IncidentId, IncidentState
 from agents.ports import Clock
 from agents.severity import SeverityMeter, SeverityWeights
 from storage import NotFound, Store
-from storage.records import StoredAudit, StoredIncident, StoredTimelineEvent
+from storage.records import AuditVerb, StoredAudit, StoredIncident, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -446,7 +446,7 @@ class Detector:
             StoredAudit(
                 at=self._clock.now(),
                 actor="detector",
-                verb="alert",
+                verb=AuditVerb.ALERT,
                 scope=scope.key if scope else None,
                 detail=detail,
             )

@@ -21,7 +21,7 @@ from agents.model import IncidentState, PlanStatus, Risk, Scope, TransactionId
 from agents.planning.plan import Plan
 from agents.policy import NamespacePolicy
 from agents.tnr import UndoResult, UndoStatus
-from storage.records import StoredApproval, StoredAudit, StoredTimelineEvent
+from storage.records import AuditVerb, StoredApproval, StoredAudit, StoredTimelineEvent
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class Approvals:
             StoredAudit(
                 at=self._clock.now(),
                 actor=person.user_id,
-                verb="refuse",
+                verb=AuditVerb.REFUSE,
                 incident_id=incident_id,
                 scope=scope.key if scope else None,
                 detail={"reason": reason, **detail},
@@ -156,7 +156,7 @@ class Approvals:
             StoredAudit(
                 at=now,
                 actor=person.user_id,
-                verb="approve",
+                verb=AuditVerb.APPROVE,
                 incident_id=incident.id,
                 scope=incident.scope.key,
                 detail={"plan": plan.id, "hash": plan.content_hash},
@@ -250,7 +250,7 @@ class Approvals:
             StoredAudit(
                 at=now,
                 actor=person.user_id,
-                verb="reject",
+                verb=AuditVerb.REJECT,
                 incident_id=incident.id,
                 scope=incident.scope.key,
                 detail={"plan": plan.id, "reason": reason},

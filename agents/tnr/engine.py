@@ -51,6 +51,7 @@ from agents.tnr.preview import PreviewedAction, preview
 from agents.tnr.records import Snapshot, TransactionRecord, UndoRecord
 from agents.tnr.restore import Restorer
 from agents.tnr.validation import DeadlineExceeded, Validator
+from storage.records import AuditVerb
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +283,7 @@ class TransactionEngine:
             max_hold_s=5 * self.limits.deadline_s,
         )
 
-    def _audit(self, verb: str, run: _Run, detail: JsonObject) -> None:
+    def _audit(self, verb: AuditVerb, run: _Run, detail: JsonObject) -> None:
         self._ledger.audit(
             verb,
             actor=run.request.actor,
@@ -322,7 +323,7 @@ class TransactionEngine:
             return None
         reason = "; ".join(reasons)
         self._ledger.audit(
-            "refuse",
+            AuditVerb.REFUSE,
             actor=request.actor,
             scope=request.scope,
             at=self._clock.now(),
@@ -390,7 +391,7 @@ class TransactionEngine:
                 tx.id, TransactionStatus.OPEN, validation={TROUBLE_BEFORE: sorted(run.trouble)}
             )
             self._audit(
-                "lock",
+                AuditVerb.LOCK,
                 run,
                 {"token": lock.token, "mu_before": before.as_dict(), "mu_found": found.as_dict()},
             )
@@ -406,7 +407,7 @@ class TransactionEngine:
         """μ_before is unknown: open nothing, write nothing, say what could not be read."""
         reason = f"not started: cannot measure {', '.join(unknown)}"
         self._ledger.audit(
-            "not_started",
+            AuditVerb.NOT_STARTED,
             actor=request.actor,
             scope=request.scope,
             at=self._clock.now(),
@@ -450,12 +451,16 @@ class TransactionEngine:
         except (ClusterError, Inadmissible, DeadlineExceeded) as e:
             if self.options.rollback:
                 return self._abort(run, reason=str(e), mu_after=None)
-            self._finish(run, TransactionStatus.ABORTED, "abort", reason=str(e), rollback=False)
+            self._finish(
+                run, TransactionStatus.ABORTED, AuditVerb.ABORT, reason=str(e), rollback=False
+            )
             return self._outcome(run, OutcomeKind.ABORTED, str(e), mu_after=None)
 
         if not self.options.validate:
             reason = "committed without validation"
-            self._finish(run, TransactionStatus.COMMITTED, "commit", reason=reason, validated=False)
+            self._finish(
+                run, TransactionStatus.COMMITTED, AuditVerb.COMMIT, reason=reason, validated=False
+            )
             return self._outcome(run, OutcomeKind.COMMITTED, reason, mu_after=None)
 
         self._ledger.set_status(run.tx.id, TransactionStatus.VALIDATING)
@@ -509,7 +514,7 @@ class TransactionEngine:
         self._ledger.set_status(
             run.tx.id, TransactionStatus.VALIDATING, mu_after=after.mu, validation=figures
         )
-        self._audit("validate", run, figures)
+        self._audit(AuditVerb.VALIDATE, run, figures)
         if decision.commit or not self.options.rollback:
             self._checkpoint("commit")
             # A writer whose lease lapsed while it measured must not record a commit that
@@ -518,7 +523,7 @@ class TransactionEngine:
             self._finish(
                 run,
                 TransactionStatus.COMMITTED,
-                "commit",
+                AuditVerb.COMMIT,
                 reason=decision.reason,
                 mu_after=after.mu,
                 healthy=decision.healthy,
@@ -531,7 +536,7 @@ class TransactionEngine:
         self,
         run: _Run,
         status: TransactionStatus,
-        verb: str,
+        verb: AuditVerb,
         *,
         reason: str,
         mu_after: float | None = None,
@@ -563,9 +568,11 @@ class TransactionEngine:
             except Conflict:
                 continue
             except ClusterError as e:
-                self._audit("dry_run", run, {"action": as_json, "ok": False, "error": str(e)})
+                self._audit(
+                    AuditVerb.DRY_RUN, run, {"action": as_json, "ok": False, "error": str(e)}
+                )
                 raise DryRunFailed(action, e) from e
-            self._audit("dry_run", run, {"action": as_json, "ok": True, "diff": diff})
+            self._audit(AuditVerb.DRY_RUN, run, {"action": as_json, "ok": True, "diff": diff})
             run.say(Step.DRY_RUN, f"Dry run passed: {described}")
 
             self._checkpoint("before_undo_entry")
@@ -581,7 +588,7 @@ class TransactionEngine:
             )
             target = str(action.target)
             detail: JsonObject = {"entry": entry.id, "seq": seq, "target": target, "rv": rv}
-            self._audit("snapshot", run, detail)
+            self._audit(AuditVerb.SNAPSHOT, run, detail)
             self._checkpoint("after_undo_entry")
 
             run.lock.fence()
@@ -602,7 +609,7 @@ class TransactionEngine:
             run.applied += 1
             run.targets.append(action.target)
             detail = {"entry": entry.id, "action": as_json, "description": described}
-            self._audit("write", run, {**detail, "resource_version": produced_rv})
+            self._audit(AuditVerb.WRITE, run, {**detail, "resource_version": produced_rv})
             run.say(Step.WRITE, described)
             return
         raise Conflict(f"{action.target} kept changing; '{described}' was not applied")
@@ -625,7 +632,7 @@ class TransactionEngine:
 
     def _abort(self, run: _Run, *, reason: str, mu_after: float | None) -> Outcome:
         self._ledger.set_status(run.tx.id, TransactionStatus.ABORTING, reason=reason)
-        self._audit("abort", run, {"reason": reason, "mu_after": mu_after})
+        self._audit(AuditVerb.ABORT, run, {"reason": reason, "mu_after": mu_after})
         run.say(Step.ABORTING, f"Rolling back: {reason}", mu=mu_after)
         return self._finish_abort(run, reason=reason, mu_after=mu_after)
 
@@ -655,7 +662,7 @@ class TransactionEngine:
         self._finish(
             run,
             TransactionStatus.ABORTED if back else TransactionStatus.ESCALATED,
-            "aborted" if back else "escalate",
+            AuditVerb.ABORTED if back else AuditVerb.ESCALATE,
             reason=final,
             mu_after=after.mu,
             restored=len(entries),
@@ -740,7 +747,7 @@ class TransactionEngine:
         self._finish(
             run,
             TransactionStatus.HELD,
-            "held",
+            AuditVerb.HELD,
             reason=final,
             mu_after=mu_after,
             restored=restored,
@@ -780,7 +787,7 @@ class TransactionEngine:
             self._ledger.set_status(
                 tx.id, TransactionStatus.ABORTING, reason=reason, fencing_token=lock.token
             )
-            self._audit("abort", run, {"reason": reason, "recovery": True, "takeover": why})
+            self._audit(AuditVerb.ABORT, run, {"reason": reason, "recovery": True, "takeover": why})
         return self._finish_abort(run, reason=reason, mu_after=tx.mu_after)
 
     def commit_recorded(
@@ -795,7 +802,7 @@ class TransactionEngine:
             ended_at=self._clock.now(),
         )
         self._ledger.audit(
-            "commit",
+            AuditVerb.COMMIT,
             actor=actor,
             scope=tx.scope,
             at=self._clock.now(),

@@ -27,7 +27,7 @@ from agents.model import (
 )
 from agents.tnr.records import LeaseRecord, Snapshot, TransactionRecord, UndoRecord
 from storage import StaleToken, Store
-from storage.records import StoredAudit, StoredTransaction, StoredUndoEntry
+from storage.records import AuditVerb, StoredAudit, StoredTransaction, StoredUndoEntry
 
 
 def _tx(row: StoredTransaction) -> TransactionRecord:
@@ -214,7 +214,7 @@ class StorageLedger:
     # ------------------------------------------------------------------------ audit
     def audit(
         self,
-        verb: str,
+        verb: AuditVerb,
         *,
         actor: str,
         scope: Scope,

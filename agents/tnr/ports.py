@@ -22,6 +22,7 @@ from agents.model import (
     UndoEntryId,
 )
 from agents.tnr.records import LeaseRecord, Snapshot, TransactionRecord, UndoRecord
+from storage.records import AuditVerb
 
 
 class Ledger(Protocol):
@@ -102,7 +103,7 @@ class Ledger(Protocol):
     # ------------------------------------------------------------------------ audit
     def audit(
         self,
-        verb: str,
+        verb: AuditVerb,
         *,
         actor: str,
         scope: Scope,

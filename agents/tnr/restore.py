@@ -18,6 +18,7 @@ from agents.ports import Clock, ClusterReader, ClusterWriter
 from agents.tnr.lock import WriterLock
 from agents.tnr.ports import Ledger
 from agents.tnr.records import UndoRecord
+from storage.records import AuditVerb
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class Restorer:
         *,
         scope: Scope,
         actor: str,
-        verb: str = "restore",
+        verb: AuditVerb = AuditVerb.RESTORE,
     ) -> Restored:
         """Put `entry`'s object back to its snapshot and record it. Caller holds `lock`."""
         if isinstance(entry.action, DeletePod) or not entry.snapshot.existed:
@@ -161,7 +162,7 @@ class Restorer:
         )
 
     def _audit(
-        self, entry: UndoRecord, scope: Scope, actor: str, verb: str, result: Restored
+        self, entry: UndoRecord, scope: Scope, actor: str, verb: AuditVerb, result: Restored
     ) -> None:
         self._ledger.audit(
             verb,

@@ -22,6 +22,7 @@ from agents.tnr.engine import Checkpoint, Progress, ProgressCallback, Step, Tran
 from agents.tnr.lock import LockBusy, WriterLock
 from agents.tnr.records import TransactionRecord, UndoRecord
 from agents.tnr.restore import Drift
+from storage.records import AuditVerb
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Undoer:
             return None
         ids = tuple(t.id for t in later)
         self._ledger.audit(
-            "undo_blocked",
+            AuditVerb.UNDO_BLOCKED,
             actor=actor,
             scope=tx.scope,
             at=self._engine.clock.now(),
@@ -157,7 +158,7 @@ class Undoer:
         )
         if drifts and not confirm_drift:
             self._ledger.audit(
-                "undo_drift",
+                AuditVerb.UNDO_DRIFT,
                 actor=actor,
                 scope=tx.scope,
                 at=clock_now(),
@@ -174,7 +175,7 @@ class Undoer:
             )
         self._ledger.set_status(tx.id, TransactionStatus.UNDOING, fencing_token=lock.token)
         self._ledger.audit(
-            "undo",
+            AuditVerb.UNDO,
             actor=actor,
             scope=tx.scope,
             at=clock_now(),
@@ -198,7 +199,7 @@ class Undoer:
         overwritten: dict[str, object] = {}
         for entry in entries:
             result = self._engine.restorer.restore(
-                entry, lock, scope=tx.scope, actor=actor, verb="undo_restore"
+                entry, lock, scope=tx.scope, actor=actor, verb=AuditVerb.UNDO_RESTORE
             )
             restored += 1
             if result.overwritten:
@@ -240,7 +241,7 @@ class Undoer:
             ended_at=clock_now(),
         )
         self._ledger.audit(
-            "undone",
+            AuditVerb.UNDONE,
             actor=actor,
             scope=tx.scope,
             at=clock_now(),

@@ -29,10 +29,15 @@ from statistics import fmean
 
 from agents.model import IncidentState, PlanStatus, Scope
 from storage import Store
-from storage.records import StoredIncident
+from storage.records import AuditVerb, StoredIncident
 
 #: Audit verbs that end a transaction, by what the digest counts them as.
-_TX_VERBS = {"commit": "committed", "aborted": "aborted", "escalate": "aborted", "undone": "undone"}
+_TX_VERBS = {
+    AuditVerb.COMMIT: "committed",
+    AuditVerb.ABORTED: "aborted",
+    AuditVerb.ESCALATE: "aborted",
+    AuditVerb.UNDONE: "undone",
+}
 _MANY = 100_000
 
 

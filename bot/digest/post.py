@@ -21,7 +21,7 @@ from bot.digest.content import Digest, compute_digest
 from bot.digest.render import digest_figures, digest_title, render_digest
 from bot.errors import ChartFailed
 from storage import Store
-from storage.records import StoredAudit
+from storage.records import AuditVerb, StoredAudit
 
 logger = logging.getLogger(__name__)
 
@@ -81,11 +81,13 @@ class DigestPoster:
         earliest = end - MAX_PERIOD
         if scheduled:
             scope = self._audit_scope(channel_id)
-            recent = self._store.audit.query(verb="digest", scope=scope, since=earliest, until=end)
+            recent = self._store.audit.query(
+                verb=AuditVerb.DIGEST, scope=scope, since=earliest, until=end
+            )
             previous = [r for r in recent if r.detail.get("scheduled")]
             if previous:
                 return previous[-1].at
-            older = self._store.audit.query(verb="digest", scope=scope, until=earliest)
+            older = self._store.audit.query(verb=AuditVerb.DIGEST, scope=scope, until=earliest)
             if any(r.detail.get("scheduled") for r in older):
                 return earliest  # the bot was away for longer than a week: the last week
         return end - DEFAULT_PERIOD
@@ -110,7 +112,7 @@ class DigestPoster:
             StoredAudit(
                 at=digest.end,
                 actor="stratus",
-                verb="digest",
+                verb=AuditVerb.DIGEST,
                 scope=self._audit_scope(channel_id),
                 detail={
                     "scheduled": scheduled,

@@ -25,6 +25,7 @@ from lab.bench.facts import (
 from lab.bench.session import Session
 from lab.faults import Injection
 from storage import NotFound
+from storage.records import AuditVerb
 
 ALL_STATES = tuple(s.value for s in IncidentState)
 
@@ -136,7 +137,7 @@ class RunRecords:
     def writes(self) -> list[WriteFacts]:
         """Every audit `write` record, checked against its undo entry and admission."""
         out = []
-        for record in self._store.audit.query(verb="write", limit=100_000):
+        for record in self._store.audit.query(verb=AuditVerb.WRITE, limit=100_000):
             detail = record.detail or {}
             entry_ok = False
             entry_id = detail.get("entry")

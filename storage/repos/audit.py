@@ -8,8 +8,8 @@ from datetime import datetime
 
 from sqlmodel import col, select
 
-from storage.records import StoredAudit
-from storage.repos.base import Repository, record_of, records_of, row_of
+from storage.records import AuditVerb, StoredAudit
+from storage.repos.base import Repository, record_of, row_of
 from storage.tables import AuditRow
 
 
@@ -18,18 +18,22 @@ class AuditRepository(Repository):
         return self.append_many([record])[0]
 
     def append_many(self, records: Sequence[StoredAudit]) -> list[StoredAudit]:
+        """Append, all or nothing. A verb outside `AuditVerb` is refused (`ValueError`) before
+        anything is written: a misspelt verb would be a record no reader ever finds."""
         rows = [row_of(r, AuditRow) for r in records]
+        for row in rows:
+            row.verb = AuditVerb(row.verb).value
         with self._db.write() as s:
             s.add_all(rows)
             s.flush()
-            return [record_of(row, StoredAudit) for row in rows]
+            return [_record(row) for row in rows]
 
     def query(
         self,
         *,
         incident_id: str | None = None,
         transaction_id: str | None = None,
-        verb: str | Sequence[str] | None = None,
+        verb: AuditVerb | Sequence[AuditVerb] | None = None,
         actor: str | None = None,
         scope: str | None = None,
         since: datetime | None = None,
@@ -56,4 +60,10 @@ class AuditRepository(Repository):
             query = query.where(col(AuditRow.at) < until)
         query = query.order_by(col(AuditRow.at), col(AuditRow.id)).limit(limit)
         with self._db.read() as s:
-            return records_of(s.exec(query), StoredAudit)
+            return [_record(row) for row in s.exec(query)]
+
+
+def _record(row: AuditRow) -> StoredAudit:
+    record = record_of(row, StoredAudit)
+    record.verb = AuditVerb(row.verb)
+    return record

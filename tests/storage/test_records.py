@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from storage import NotFound, Store
-from storage.records import StoredAudit, StoredJournalEntry, StoredSlackMessage
+from storage.records import AuditVerb, StoredAudit, StoredJournalEntry, StoredSlackMessage
 from tests.storage import rows
 from tests.storage.conftest import at
 
@@ -55,6 +55,17 @@ def test_audit_append_and_filters(store: Store) -> None:
     assert [r.at for r in store.audit.query(since=at(1), until=at(3))] == [at(1), at(2)]
     assert len(store.audit.query(limit=2)) == 2
     assert store.audit.query(incident_id="i1")[0].detail == {"ok": True}
+    assert store.audit.query(incident_id="i1")[0].verb is AuditVerb.DRY_RUN
+
+
+def test_an_audit_verb_outside_the_vocabulary_is_refused_and_nothing_is_written(
+    store: Store,
+) -> None:
+    good = StoredAudit(at=at(0), actor="engine", verb="write", transaction_id="t1")
+    misspelt = StoredAudit(at=at(1), actor="engine", verb="comit", transaction_id="t1")
+    with pytest.raises(ValueError, match="comit"):
+        store.audit.append_many([good, misspelt])
+    assert store.audit.query(transaction_id="t1") == []
 
 
 def journal(name: str, t: float, change: str = "MODIFIED", **fields: Any) -> StoredJournalEntry:

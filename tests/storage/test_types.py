@@ -15,7 +15,7 @@ from tests.storage.conftest import T0
 def test_timestamps_come_back_aware_in_utc(store: Store) -> None:
     cet = timezone(timedelta(hours=1))
     written = datetime(2026, 1, 5, 10, 30, 15, 123456, tzinfo=cet)
-    store.audit.append(StoredAudit(at=written, actor="t", verb="note"))
+    store.audit.append(StoredAudit(at=written, actor="t", verb="alert"))
 
     (row,) = store.audit.query()
     assert row.at == written
@@ -26,14 +26,14 @@ def test_timestamps_come_back_aware_in_utc(store: Store) -> None:
 def test_time_windows_compare_instants_not_text(store: Store) -> None:
     # 08:59:59 in UTC-05:00 is 13:59:59 UTC, after T0 (09:00 UTC) although "08" < "09".
     later = datetime(2026, 1, 5, 8, 59, 59, tzinfo=timezone(timedelta(hours=-5)))
-    store.audit.append(StoredAudit(at=later, actor="t", verb="note"))
+    store.audit.append(StoredAudit(at=later, actor="t", verb="alert"))
     assert len(store.audit.query(since=T0)) == 1
     assert store.audit.query(until=T0) == []
 
 
 def test_naive_datetimes_are_refused(store: Store) -> None:
     with pytest.raises(StorageError, match="naive datetime"):
-        store.audit.append(StoredAudit(at=datetime(2026, 1, 5, 9), actor="t", verb="note"))
+        store.audit.append(StoredAudit(at=datetime(2026, 1, 5, 9), actor="t", verb="alert"))
     assert store.audit.query() == []
 
 
