@@ -197,7 +197,7 @@ class Approvals:
         self._m.move(
             incident,
             IncidentState.EXECUTING,
-            f"Approved by <@{person.user_id}>: {plan.describe()}",
+            f"Approved by {person.user_id}: {plan.describe()}",
             data={"plan": plan.id},
         )
         self._m.notifier.notify(
@@ -261,7 +261,7 @@ class Approvals:
         self._m.move(
             incident,
             IncidentState.PLANNING,
-            f"Rejected by <@{person.user_id}>: {reason}",
+            f"Rejected by {person.user_id}: {reason}",
             attempt=incident.attempt + 1,
             data={"plan": plan.id, "reason": reason},
         )
@@ -307,7 +307,7 @@ class Approvals:
                     at=self._clock.now(),
                     state=incident.state.value,
                     kind="undo",
-                    message=f"Undone by <@{person.user_id}>: {tx.id} ({result.message})",
+                    message=f"Undone by {person.user_id}: {tx.id} ({result.message})",
                     data={"transaction": tx.id},
                 )
             )

@@ -216,7 +216,10 @@ def render_incident(
         )
         blocks.append(section("*Transactions*\n" + bullet_lines(lines, limit=2800)))
     shown = list(events[-TIMELINE_SHOWN:])
-    lines_ = [f"{t.clock_time(e.at)} {t.state_icon(e.state)} {esc(e.message, 250)}" for e in shown]
+    lines_ = [
+        f"{t.clock_time(e.at)} {t.state_icon(e.state)} {t.people(esc(e.message, 250))}"
+        for e in shown
+    ]
     if len(events) > len(shown):
         lines_.insert(0, f"…{len(events) - len(shown)} earlier event(s)")
     blocks.append(section("*Timeline* (UTC)\n" + ("\n".join(lines_) or "—")))

@@ -93,7 +93,7 @@ def test_expired_approval_is_refused_and_a_rejection_records_its_reason(
     lab.wait(
         "the rejection in the timeline",
         lambda: (
-            f"Rejected by <@U0BOB0002>: {reason}"
+            f"Rejected by U0BOB0002: {reason}"
             in [e.message for e in store.incidents.timeline(incident.id)]
         ),
     )
