@@ -327,21 +327,18 @@ class IncidentOps:
         def run() -> None:
             made = False
             try:
-                plan = self.brain.machine.plan(plan_id)
-                if content_hash and content_hash != plan.content_hash:
-                    made = True
-                    self._reply(channel, user, "The plan changed since this message was posted.")
-                    return
                 person = self._directory.person(user)
-                decision = self.brain.approvals.reject(plan_id, person, reason)
+                decision = self.brain.approvals.reject(
+                    plan_id, person, reason, content_hash=content_hash or None
+                )
                 made = decision.verdict is not Verdict.REFUSED  # as for approve
             finally:
                 self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
             logger.info("reject %s by %s: %s", plan_id, user, decision.verdict)
             self._reply(channel, user, decision.message)
-            if decision.verdict is Verdict.REJECTED:
-                self.drive(plan.incident_id)
+            if decision.plan is not None and decision.verdict is Verdict.REJECTED:
+                self.drive(decision.plan.incident_id)
 
         self._lanes.submit(
             f"plan:{plan_id}", run, Origin(what=f"reject {plan_id}", user=user, channel=channel)

@@ -217,13 +217,25 @@ class Approvals:
             needed=needed,
         )
 
-    def reject(self, plan_id: str, person: Person, reason: str) -> Decision:
+    def reject(
+        self, plan_id: str, person: Person, reason: str, *, content_hash: str | None = None
+    ) -> Decision:
+        """Reject the plan; with `content_hash`, only the contents the person saw (as for
+        `approve`: a plan that changed since is refused, never rejected unseen)."""
         plan = self._m.plan(plan_id)
         incident = self._m.incident(plan.incident_id)
         policy = self._m.namespace_policy(incident)
         if plan.status is not PlanStatus.PROPOSED:
             return Decision(
                 verdict=Verdict.ALREADY, message=f"This plan is already {plan.status}.", plan=plan
+            )
+        if content_hash is not None and content_hash != plan.content_hash:
+            return self._refuse(
+                person,
+                incident.scope,
+                incident.id,
+                "The plan changed since this message was posted; reject the current one.",
+                plan=plan.id,
             )
         if not self._authorized(policy, plan.risk, person):
             return self._refuse(

@@ -91,6 +91,22 @@ def test_refusals_leave_the_plan_waiting_and_are_audited(make_loop: MakeLoop) ->
     assert lab.brain.machine.transactions(plan.incident_id) == []
 
 
+def test_a_rejection_of_contents_nobody_saw_is_refused_and_audited(make_loop: MakeLoop) -> None:
+    lab, plan_id = waiting(make_loop)
+    alice = Person(user_id="U0ALICE00", groups=SRE)
+    stale = lab.loop.approvals.reject(plan_id, alice, "looks wrong", content_hash="0" * 64)
+    assert stale.verdict is Verdict.REFUSED and "changed" in stale.message
+    assert [r.actor for r in lab.store.audit.query(verb="refuse")] == ["U0ALICE00"]
+    assert lab.brain.machine.plan(plan_id).status is PlanStatus.PROPOSED
+    current = lab.brain.machine.plan(plan_id).content_hash
+    seen = lab.loop.approvals.reject(plan_id, alice, "looks wrong", content_hash=current)
+    assert seen.verdict is Verdict.REJECTED
+    timeline = [
+        e.message for e in lab.store.incidents.timeline(lab.brain.machine.plan(plan_id).incident_id)
+    ]
+    assert "Rejected by U0ALICE00: looks wrong" in timeline
+
+
 def test_a_rejection_records_the_reason_and_the_planner_moves_on(make_loop: MakeLoop) -> None:
     lab, plan_id = waiting(make_loop)
     plan = lab.brain.machine.plan(plan_id)
