@@ -61,9 +61,10 @@ REPEAT_WINDOW_S = 2.0
 #: cluster's Stratus was down) is dropped, and the person told.
 FORWARDED_UNDO_TTL_S = 600.0
 
-#: States a follower's decision leaves an incident in without driving it (an approval moves it
-#: to EXECUTING, a rejection to PLANNING, `/stratus declare` opens it DETECTED); the leader's
-#: pickup drives an open incident in one of them that it is not already driving.
+#: States a follower's action leaves an incident in without driving it (`/stratus declare`
+#: opens it DETECTED); the leader's pickup drives an open incident in one of them that it is
+#: not already driving, and one awaiting approval whose plan a follower's click decided
+#: (`IncidentMachine.decided`: the decision is recorded, the machine takes it).
 DECIDED = frozenset({IncidentState.DETECTED, IncidentState.PLANNING, IncidentState.EXECUTING})
 
 
@@ -168,12 +169,9 @@ class IncidentOps:
         )
 
     def _drive_now(self, incident_id: str) -> None:
-        machine = self.brain.machine
-        # `drive` does nothing for a waiting incident; `advance` checks its expiry.
-        waiting = machine.incident(incident_id).state is IncidentState.AWAITING_APPROVAL
-        if waiting and not machine.advance(incident_id).moved:
-            return
-        state = machine.drive(incident_id)
+        # For an incident awaiting approval, `drive` takes a recorded decision or an expiry,
+        # and otherwise leaves it waiting.
+        state = self.brain.machine.drive(incident_id)
         logger.info("incident %s driven to %s", incident_id, state)
 
     def pickup(self) -> None:
@@ -186,7 +184,12 @@ class IncidentOps:
         for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
             with self._lock:
                 busy = row.id in self._drives_waiting or row.id in self._driving
-            if not busy and IncidentState(row.state) in DECIDED:
+            if busy:
+                continue
+            state = IncidentState(row.state)
+            if state in DECIDED or (
+                state is IncidentState.AWAITING_APPROVAL and self.brain.machine.decided(row.id)
+            ):
                 self.drive(row.id)
 
     def resume(self) -> None:

@@ -194,15 +194,10 @@ class Approvals:
             return Decision(
                 verdict=Verdict.ALREADY, message="This plan is already approved.", plan=plan
             )
-        self._m.move(
-            incident,
-            IncidentState.EXECUTING,
-            f"Approved by {person.user_id}: {plan.describe()}",
-            data={"plan": plan.id},
-        )
+        # The machine takes the decision (AWAITING_APPROVAL → EXECUTING) on its next drive.
         self._m.notifier.notify(
             ApprovalRecorded(
-                incident=self._m.incident(incident.id),
+                incident=incident,
                 plan=plan,
                 user=person.user_id,
                 approvals=count,
@@ -268,18 +263,10 @@ class Approvals:
                 detail={"plan": plan.id, "reason": reason},
             )
         )
-        # A rejected plan counts as tried: the planner proposes something else next time,
-        # and a person who wants to act themselves can escalate by rejecting every option.
-        self._m.move(
-            incident,
-            IncidentState.PLANNING,
-            f"Rejected by {person.user_id}: {reason}",
-            attempt=incident.attempt + 1,
-            data={"plan": plan.id, "reason": reason},
-        )
+        # The machine takes the decision (AWAITING_APPROVAL → PLANNING) on its next drive.
         self._m.notifier.notify(
             PlanRejected(
-                incident=self._m.incident(incident.id),
+                incident=incident,
                 plan=plan,
                 user=person.user_id,
                 reason=reason,

@@ -81,8 +81,9 @@ logger = logging.getLogger(__name__)
 
 S = IncidentState
 
-#: States in which `advance` has nothing to do until something outside happens.
-WAITING = frozenset({S.AWAITING_APPROVAL, S.CLOSED})
+#: States in which `advance` has nothing to do, ever. (AWAITING_APPROVAL is advanced: a
+#: decision `Approvals` recorded is taken there, and an expired request planned again.)
+WAITING = frozenset({S.CLOSED})
 END = frozenset({S.RESOLVED, S.ESCALATED, S.CLOSED})
 
 #: How long a diagnosis waits for the cluster and the metrics to answer (`SourcesUnavailable`)
@@ -592,6 +593,29 @@ class IncidentMachine:
         return None, [], errors
 
     def _awaiting(self, incident: Incident) -> None:
+        """Take the decision people made on the plan (`Approvals` only records it): approved,
+        the incident goes to EXECUTING; rejected, back to PLANNING with the attempt spent.
+        Undecided past its expiry, the request lapses and the incident plans again."""
+        awaited = self._awaited(incident)
+        if awaited is not None and awaited.status is PlanStatus.APPROVED:
+            self.move(
+                incident,
+                S.EXECUTING,
+                f"Approved by {awaited.decided_by}: {awaited.describe()}",
+                data={"plan": awaited.id},
+            )
+            return
+        if awaited is not None and awaited.status is PlanStatus.REJECTED:
+            # A rejected plan counts as tried: the planner proposes something else next time,
+            # and a person who wants to act themselves can escalate by rejecting every option.
+            self.move(
+                incident,
+                S.PLANNING,
+                f"Rejected by {awaited.decided_by}: {awaited.reject_reason}",
+                attempt=incident.attempt + 1,
+                data={"plan": awaited.id, "reason": awaited.reject_reason},
+            )
+            return
         plan = self.current_plan(incident.id)
         if plan is None or plan.expires_at is None or self.clock.now() < plan.expires_at:
             return
@@ -599,6 +623,24 @@ class IncidentMachine:
             plan.id, PlanStatus.EXPIRED.value, expected=PlanStatus.PROPOSED.value
         ):
             self.move(incident, S.PLANNING, f"Approval of {plan.id} expired; proposing again")
+
+    def _awaited(self, incident: Incident) -> Plan | None:
+        """The plan the incident was last put to people with: its AWAITING_APPROVAL
+        transition names it (the alternatives beside it are SUPERSEDED, never decided)."""
+        for event in reversed(self.store.incidents.timeline(incident.id)):
+            if event.kind == "transition" and event.state == S.AWAITING_APPROVAL.value:
+                wanted = (event.data or {}).get("plan")
+                return self.plan(str(wanted)) if wanted else None
+        return None
+
+    def decided(self, incident_id: str) -> bool:
+        """Whether people decided on the plan an AWAITING_APPROVAL incident waits for, so
+        that advancing it moves it (the leader drives what a follower's decision left)."""
+        incident = self.incident(incident_id)
+        if incident.state is not S.AWAITING_APPROVAL:
+            return False
+        awaited = self._awaited(incident)
+        return awaited is not None and awaited.status in (PlanStatus.APPROVED, PlanStatus.REJECTED)
 
     def current_plan(self, incident_id: str) -> Plan | None:
         """The plan the incident is on: the newest proposed, approved or executed one."""

@@ -101,10 +101,14 @@ def test_a_rejection_of_contents_nobody_saw_is_refused_and_audited(make_loop: Ma
     current = lab.brain.machine.plan(plan_id).content_hash
     seen = lab.loop.approvals.reject(plan_id, alice, "looks wrong", content_hash=current)
     assert seen.verdict is Verdict.REJECTED
-    timeline = [
-        e.message for e in lab.store.incidents.timeline(lab.brain.machine.plan(plan_id).incident_id)
-    ]
+    # Approvals only record the decision; the machine takes it on its next drive.
+    incident_id = lab.brain.machine.plan(plan_id).incident_id
+    assert lab.brain.machine.incident(incident_id).state is IncidentState.AWAITING_APPROVAL
+    assert lab.brain.machine.decided(incident_id)
+    lab.brain.machine.drive(incident_id)
+    timeline = [e.message for e in lab.store.incidents.timeline(incident_id)]
     assert "Rejected by U0ALICE00: looks wrong" in timeline
+    assert not lab.brain.machine.decided(incident_id)
 
 
 def test_a_rejection_records_the_reason_and_the_planner_moves_on(make_loop: MakeLoop) -> None:
