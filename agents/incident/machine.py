@@ -164,6 +164,12 @@ class IncidentMachine:
         row = self.store.diagnoses.latest(incident_id)
         return diagnosis_from_json(row.body) if row is not None else None
 
+    def stored_diagnosis(self, diagnosis_id: int) -> tuple[Incident, Diagnosis]:
+        """One stored diagnosis (a Details button names it) with its incident. Raises
+        `storage.NotFound` for an id that is not stored."""
+        record = self.store.diagnoses.get(diagnosis_id)
+        return self.incident(record.incident_id), diagnosis_from_json(record.body)
+
     def transactions(self, incident_id: str) -> list[TransactionRecord]:
         return list(self._ledger.for_incident(IncidentId(incident_id)))
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from slack_bolt import Ack, App
 
-from agents.incident.codec import diagnosis_from_json
 from agents.model import PlanStatus
 from bot.errors import SlackCallFailed
 from bot.ids import ActionId
@@ -78,11 +77,8 @@ def register_actions(app: App, services: ListenerServices) -> None:
         diagnosis_id = parse_details_value(click.value)
         if diagnosis_id is None or not click.trigger_id:
             return
-        row = ops.brain.store.diagnoses.get(diagnosis_id)
-        incident = ops.brain.machine.incident(row.incident_id)
-        slack.open_view(
-            click.trigger_id, render_diagnosis_details(incident, diagnosis_from_json(row.body))
-        )
+        incident, diagnosis = ops.brain.machine.stored_diagnosis(diagnosis_id)
+        slack.open_view(click.trigger_id, render_diagnosis_details(incident, diagnosis))
 
     for action, listener in (
         (ActionId.APPROVE, approve),
