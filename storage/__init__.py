@@ -6,7 +6,8 @@
     store.incidents.transition(iid, "diagnosing", at=now, message=..., expected="detected")
 
 Timestamps are timezone-aware UTC in and out; states are the string values of the agents'
-enums; rows come back detached (safe to keep, never live).
+enums. Repositories take and return plain records (`storage.records`); the SQLModel rows of
+`storage.tables` never leave the package (an import contract keeps it so).
 """
 
 from storage.db import Database, UnsupportedDatabase, normalize_url

@@ -51,7 +51,10 @@ def contend(
             abandon_ratio=0.3,
             seed=n,
             out=str(tmp_path / f"w{n}.json"),
-            abandon_first=n == 0,
+            # Two contenders abandon their first lease whatever the dice say: the takeovers
+            # the PostgreSQL test counts must not hang on how many grants a loaded machine
+            # fits into the run (one clean-clone CI run saw a single takeover).
+            abandon_first=n < 2,
         )
         for n in range(workers)
     ]
