@@ -20,14 +20,14 @@ import logging
 import os
 import signal
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import FrameType
 from typing import Any, NoReturn
 
 import click
+
+from bot.cli.common import StopSignals
 
 DEFAULT_KUBECONFIG = Path(".stratus-lab") / "kubeconfig"
 EXIT_FAILED = 1
@@ -110,14 +110,8 @@ def up(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        del frame
-        click.echo(f"stopping the lab ({signal.Signals(signum).name})", err=True)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopSignals()
+    stop.install()
 
     world = LabWorld(
         WorldConfig(apps=apps or APPS, seed=seed, stepped=False, speed=speed, signals=signals)
@@ -156,8 +150,9 @@ def up(
         click.echo(f"apps:       {', '.join(world.namespaces)} (speed {speed:g}×)")
         click.echo(f"try:        kubectl --kubeconfig {kubeconfig} get pods -A")
         click.echo("Ctrl-C to stop.")
-        while not stop.wait(0.5):
-            pass
+        stop.wait()
+        if stop.signum is not None:
+            click.echo(f"stopping the lab ({signal.Signals(stop.signum).name})", err=True)
     finally:
         state.unlink(missing_ok=True)
         if control is not None:
@@ -165,8 +160,7 @@ def up(
         if exporter is not None:
             exporter.stop()
         world.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        stop.restore()
     click.echo("lab stopped", err=True)
 
 

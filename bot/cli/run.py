@@ -7,13 +7,13 @@ start (database, cluster, Slack token, a port in use), 0 after a clean stop.
 from __future__ import annotations
 
 import gc
-import signal
 import sys
 import threading
-from types import FrameType
 from typing import NoReturn
 
 import click
+
+from bot.cli.common import StopSignals
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -60,12 +60,12 @@ def run() -> None:
     from bot.runtime import BotRuntime
     from bot.services import Options, build_services
 
-    stop = threading.Event()
+    stop = StopSignals()
     lost = threading.Event()
 
     def on_lost_leadership() -> None:
         lost.set()
-        stop.set()
+        stop.stop()
 
     try:
         services = build_services(settings, Options(on_lost_leadership=on_lost_leadership))
@@ -76,11 +76,7 @@ def run() -> None:
     except (StartupError, StorageError) as e:
         _fail(f"cannot start: {e}", EXIT_FAILED)
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop.install()
     runtime = BotRuntime(services)
     try:
         runtime.start()
