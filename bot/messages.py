@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from agents.detection.records import alert_from_record, incident_from_record
 from agents.errors import MetricsError
 from agents.incident.codec import diagnosis_from_json, plan_from_record
+from agents.incident.machine import current_plan
 from agents.model import (
     Diagnosis,
     Incident,
@@ -127,10 +128,12 @@ class IncidentMessages:
     def summary(self, incident: Incident) -> Message:
         diagnosis_record = self._store.diagnoses.latest(incident.id)
         diagnosis = diagnosis_from_json(diagnosis_record.body) if diagnosis_record else None
-        plans = [plan_from_record(r) for r in self._store.plans.list_for_incident(incident.id)]
         timeline = [timeline_event(r) for r in self._store.incidents.timeline(incident.id)]
         return render_summary(
-            incident, diagnosis=diagnosis, plan=_current(plans), timeline=timeline
+            incident,
+            diagnosis=diagnosis,
+            plan=current_plan(self._store, incident.id),
+            timeline=timeline,
         )
 
     def wanted(
@@ -194,7 +197,7 @@ class IncidentMessages:
         self, incident: Incident, plan_rows: list[StoredPlan], plans: Mapping[str, Plan]
     ) -> list[Wanted]:
         """Each top-ranked plan, and the decision under each rejected one."""
-        current = _current(list(plans.values()))
+        current = current_plan(self._store, incident.id)
         out: list[Wanted] = []
         for row in plan_rows:
             plan = plans[row.id]
@@ -333,13 +336,6 @@ class IncidentMessages:
         if chart is None:
             return None
         return lambda: chart(incident, diagnosis)
-
-
-def _current(plans: list[Plan]) -> Plan | None:
-    """The plan the incident is on: the newest top-ranked proposed, approved or executed one."""
-    live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
-    found = [p for p in plans if p.rank == 0 and p.status in live]
-    return found[-1] if found else None
 
 
 def _waiting(

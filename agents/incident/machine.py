@@ -90,6 +90,9 @@ END = frozenset({S.RESOLVED, S.ESCALATED, S.CLOSED})
 #: before the incident goes to a person anyway.
 BLIND_LIMIT = timedelta(minutes=10)
 
+#: The moves that name the plan the incident is on (`data["plan"]`).
+_PLAN_STATES = frozenset({IncidentState.AWAITING_APPROVAL.value, IncidentState.EXECUTING.value})
+
 _OUTCOME_OF_STATUS = {
     TransactionStatus.COMMITTED: OutcomeKind.COMMITTED,
     TransactionStatus.UNDOING: OutcomeKind.COMMITTED,
@@ -117,6 +120,19 @@ class Advance:
     @property
     def moved(self) -> bool:
         return self.before is not self.after
+
+
+def current_plan(store: Store, incident_id: str) -> Plan | None:
+    """The plan the incident is on: the one its last move into AWAITING_APPROVAL or
+    EXECUTING named, while it is proposed, approved or executed. Not an earlier attempt's
+    plan once that one was rejected, expired or superseded."""
+    live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
+    for event in reversed(store.incidents.timeline(incident_id)):
+        if event.kind == "transition" and event.state in _PLAN_STATES:
+            wanted = (event.data or {}).get("plan")
+            plan = plan_from_record(store.plans.get(str(wanted))) if wanted else None
+            return plan if plan is not None and plan.status in live else None
+    return None
 
 
 class IncidentMachine:
@@ -622,7 +638,7 @@ class IncidentMachine:
                 data={"plan": awaited.id, "reason": awaited.reject_reason},
             )
             return
-        plan = self.current_plan(incident.id)
+        plan = awaited
         if plan is None or plan.expires_at is None or self.clock.now() < plan.expires_at:
             return
         if self.store.plans.set_status(
@@ -633,8 +649,12 @@ class IncidentMachine:
     def _awaited(self, incident: Incident) -> Plan | None:
         """The plan the incident was last put to people with: its AWAITING_APPROVAL
         transition names it (the alternatives beside it are SUPERSEDED, never decided)."""
+        return self._named(incident, S.AWAITING_APPROVAL)
+
+    def _named(self, incident: Incident, state: S) -> Plan | None:
+        """The plan the incident's last transition into `state` named, if any."""
         for event in reversed(self.store.incidents.timeline(incident.id)):
-            if event.kind == "transition" and event.state == S.AWAITING_APPROVAL.value:
+            if event.kind == "transition" and event.state == state.value:
                 wanted = (event.data or {}).get("plan")
                 return self.plan(str(wanted)) if wanted else None
         return None
@@ -649,14 +669,13 @@ class IncidentMachine:
         return awaited is not None and awaited.status in (PlanStatus.APPROVED, PlanStatus.REJECTED)
 
     def current_plan(self, incident_id: str) -> Plan | None:
-        """The plan the incident is on: the newest proposed, approved or executed one."""
-        live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
-        plans = [p for p in self.plans(incident_id) if p.status in live]
-        return plans[-1] if plans else None
+        return current_plan(self.store, incident_id)
 
     def _executing(self, incident: Incident) -> None:
-        plan = self.current_plan(incident.id)
-        if plan is None:
+        # Only the plan the move into EXECUTING named, and only once a person or the policy
+        # approved it: never a newer PROPOSED plan, nor an earlier attempt's EXECUTED one.
+        plan = self._named(incident, S.EXECUTING)
+        if plan is None or plan.status not in (PlanStatus.APPROVED, PlanStatus.EXECUTED):
             self.move(incident, S.PLANNING, "No approved plan found; planning again")
             return
         # One executor per plan in this process; the plan's status compare-and-set and the

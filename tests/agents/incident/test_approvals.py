@@ -162,3 +162,20 @@ def test_two_person_rule_for_high_risk(make_loop: MakeLoop) -> None:
     assert second.verdict is Verdict.APPROVED
     assert lab.brain.machine.drive(incident.id) is IncidentState.CLOSED
     assert timedelta(0) <= (lab.world.clock.now() - incident.opened_at)
+
+
+def test_an_incident_in_executing_runs_only_an_approved_plan_it_named(make_loop: MakeLoop) -> None:
+    # EXECUTING without an approval (a hand-edited database, a replica on other code): the
+    # machine must not take the newest PROPOSED plan as the one to run. Nothing is written;
+    # the incident plans again and the plan still waits for a person.
+    lab, plan_id = waiting(make_loop)
+    machine = lab.brain.machine
+    incident = machine.incident(machine.plan(plan_id).incident_id)
+    moved = machine.move(incident, IncidentState.EXECUTING, "forced", data={"plan": plan_id})
+    assert moved is not None
+    machine.drive(incident.id)
+    assert machine.transactions(incident.id) == []
+    assert lab.store.audit.query(verb="write") == []
+    assert machine.plan(plan_id).status is PlanStatus.PROPOSED
+    messages = [m for _, m in lab.timeline(incident.id)]
+    assert "No approved plan found; planning again" in messages

@@ -195,6 +195,17 @@ class Stand:
             expires_at=self.now + ttl,
         )
         self.store.plans.create(plan_record(plan))
+        # As the machine records it: the move that put the incident to people names the plan.
+        self.store.incidents.add_event(
+            StoredTimelineEvent(
+                incident_id=incident.id,
+                at=self.now + timedelta(seconds=2),  # after seed_incident's own moves
+                state=incident.state.value,
+                kind="transition",
+                message=f"Plan waiting for approval: {plan.describe()}",
+                data={"plan": plan.id},
+            )
+        )
         return plan
 
     def commit_scale(self, name: str, replicas: int) -> TransactionId:
