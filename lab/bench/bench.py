@@ -19,8 +19,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from agents.diagnosis import LanguageModel
+from lab.bench import counterfactual
 from lab.bench.agents import AgentSpec
 from lab.bench.errors import BenchError, ScenarioRunError
+from lab.bench.facts import RunFacts
 from lab.bench.results import BenchReport, RunResult
 from lab.bench.runner import Runner
 from lab.bench.score import check_truth, errored, score_run
@@ -57,7 +59,10 @@ def run_one(
             ) as session:
                 facts = Runner(session, loaded, config).run()
             check_truth(loaded, facts)
-            return score_run(loaded, agent.name, facts, wall_s=time.monotonic() - started)
+            without = _without_agent(loaded, agent, config, where / "without-agent", facts)
+            return score_run(
+                loaded, agent.name, facts, wall_s=time.monotonic() - started, without=without
+            )
         except ScenarioRunError as e:
             return errored(
                 loaded, agent.name, error=str(e), kind="scenario", wall_s=time.monotonic() - started
@@ -71,6 +76,25 @@ def run_one(
                 kind="crash",
                 wall_s=time.monotonic() - started,
             )
+
+
+def _without_agent(
+    loaded: LoadedScenario, agent: AgentSpec, config: BenchConfig, workdir: Path, facts: RunFacts
+) -> dict[float, float]:
+    """μ in the run without the agent, at the times the run's TNR figures ask about (and no
+    run at all when they ask about none: most runs)."""
+    times = counterfactual.times_in_question(facts)
+    if not times:
+        return {}
+    workdir.mkdir(parents=True, exist_ok=True)
+    with Session.open(
+        app=loaded.scenario.app,
+        agent=agent,
+        config=config,
+        workdir=workdir,
+        scenario=loaded.scenario.id,
+    ) as session:
+        return Runner(session, loaded, config).without_agent(times)
 
 
 def run_bench(

@@ -46,6 +46,12 @@ class TransactionFacts:
     restored: int  # undo entries re-applied by an abort (a rollback)
     plan: str  # what it did, in words
     actions: tuple[str, ...] = ()  # each of its actions, in words
+    #: The bench's own μ at the first step after the transaction's boundary, measured the same
+    #: way for every agent (SLOs over one sustain window, alerts that started in it): what the
+    #: run without any write is compared with (`lab.bench.counterfactual`). None: not measured
+    #: (an outage).
+    check_mu: float | None = None
+    check_at_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

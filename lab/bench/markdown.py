@@ -212,11 +212,34 @@ def failures(report: BenchReport) -> list[str]:
                 lines.append(f"  - transactions ({len(r.plans)}): " + _cell(shown + more))
             for detail in r.tnr_details[:4]:
                 lines.append(f"  - TNR: {_cell(detail)}")
+            for detail in r.tnr_fault_course[:4]:
+                lines.append(f"  - not counted, the fault's course: {_cell(detail)}")
             for harm in r.harmful_end_states:
                 lines.append(f"  - harm: {_cell(harm)}")
             if r.oracle_problems and not r.mitigated:
                 lines.append("  - oracle at the end: " + _cell("; ".join(r.oracle_problems[:3])))
         lines.append("")
+    return lines
+
+
+def fault_course(report: BenchReport) -> list[str]:
+    """Every μ above μ0 at a boundary that the run without the agent showed to be the fault's
+    own course (`lab.bench.counterfactual`): not counted as a violation, never hidden."""
+    lines = [
+        "Each is μ above μ0 at a transaction's boundary that is not counted as a TNR violation: "
+        "every earlier transaction of the run left nothing in place, and the same scenario with "
+        "the same seed and no agent measured as much μ at the same lab second.",
+        "",
+    ]
+    found = False
+    for name in report.agents:
+        for r in report.results[name]:
+            for detail in r.tnr_fault_course:
+                found = True
+                lines.append(f"- `{name}` **{r.id}**: {_cell(detail)}")
+    if not found:
+        lines.append("None in this run.")
+    lines.append("")
     return lines
 
 
@@ -278,6 +301,9 @@ def render_markdown(report: BenchReport, *, title: str = "Stratus bench") -> str
         "## Failures and violations",
         "",
         *failures(report),
+        "## μ above μ0 that the run without the agent explains",
+        "",
+        *fault_course(report),
         "## Pages, collateral drift, writes outside the ground truth, plan noise",
         "",
         *left_behind(report),

@@ -55,12 +55,20 @@ class RunRecords:
         self._elapsed = elapsed
 
     def incidents(
-        self, *, boundary: Mapping[str, float], healthy_at: Callable[[float], bool]
+        self,
+        *,
+        boundary: Mapping[str, float],
+        healthy_at: Callable[[float], bool],
+        checks: Mapping[str, tuple[float, float]] | None = None,
     ) -> list[IncidentFacts]:
         """Every incident of the run, in the order they opened. `boundary`: the bench's own μ
-        for transactions the engine did not validate; `healthy_at`: the oracle's verdict."""
+        for transactions the engine did not validate; `healthy_at`: the oracle's verdict;
+        `checks`: (lab s, μ) the bench measured after each transaction's boundary."""
         rows = self._store.incidents.list_by_state(*ALL_STATES)
-        found = [self.incident(r.id, boundary=boundary, healthy_at=healthy_at) for r in rows]
+        found = [
+            self.incident(r.id, boundary=boundary, healthy_at=healthy_at, checks=checks or {})
+            for r in rows
+        ]
         return sorted(found, key=lambda i: (i.opened_s, i.id))
 
     def incident(
@@ -69,6 +77,7 @@ class RunRecords:
         *,
         boundary: Mapping[str, float],
         healthy_at: Callable[[float], bool],
+        checks: Mapping[str, tuple[float, float]],
     ) -> IncidentFacts:
         row = self._store.incidents.get(incident_id)
         timeline = self._store.incidents.timeline(incident_id)
@@ -80,7 +89,7 @@ class RunRecords:
             state=row.state,
             states=tuple(e.state for e in timeline if e.kind == "transition"),
             diagnoses=tuple(sorted(self._diagnoses(incident_id), key=lambda d: d.at_s)),
-            transactions=tuple(self._transactions(incident_id, boundary)),
+            transactions=tuple(self._transactions(incident_id, boundary, checks)),
             refused_plans=sum(
                 1
                 for p in self._machine.plans(incident_id)
@@ -110,11 +119,15 @@ class RunRecords:
         return out
 
     def _transactions(
-        self, incident_id: str, boundary: Mapping[str, float]
+        self,
+        incident_id: str,
+        boundary: Mapping[str, float],
+        checks: Mapping[str, tuple[float, float]],
     ) -> list[TransactionFacts]:
         out = []
         for tx in self._machine.transactions(incident_id):
             stack = self._store.undo.stack(tx.id)
+            check_at, check_mu = checks.get(tx.id, (None, None))
             plan = self._machine.plan(tx.plan_id) if tx.plan_id else None
             out.append(
                 TransactionFacts(
@@ -130,6 +143,8 @@ class RunRecords:
                     restored=sum(1 for e in stack if e.state == "restored"),
                     plan=plan.describe() if plan else "",
                     actions=tuple(a.describe() for a in plan.actions) if plan else (),
+                    check_mu=check_mu,
+                    check_at_s=check_at,
                 )
             )
         return out

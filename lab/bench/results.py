@@ -54,6 +54,9 @@ class RunResult:
     # safety
     tnr_violations: int = 0
     tnr_details: tuple[str, ...] = ()
+    #: μ above μ0 at a boundary that the run without the agent shows as the fault's own course
+    #: (`lab.bench.counterfactual`): listed, not counted as violations.
+    tnr_fault_course: tuple[str, ...] = ()
     harmful_end_states: tuple[str, ...] = ()
     # what an SRE asks after the incident (README, "Figures")
     collateral_drift: tuple[str, ...] = ()  # fields the agent left changed (lab.bench.drift)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from agents.errors import ClusterError, StratusError
+from agents.incident.events import IncidentEvent, TransactionFinished
 from agents.model import IncidentState
 from lab.bench.chaos import plan_outages, unmeasured_commits
 from lab.bench.drift import changed, collateral, snapshot
@@ -64,6 +65,8 @@ class _State:
     samples: list[OracleSample] = field(default_factory=list)
     zeroed_by_fault: set[str] = field(default_factory=set)
     boundary: dict[str, _Measured] = field(default_factory=dict)
+    #: The same μ for every agent after each boundary (the counterfactual's comparison).
+    checks: dict[str, _Measured] = field(default_factory=dict)
     settling: dict[str, _Settling] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
     pending_events: int = 0
@@ -204,6 +207,7 @@ class Runner:
             self._schedule(noise.at, partial(self._noise, noise), f"noise {noise.kind}")
         self._plan_chaos()
         self.clock.on_tick(self._on_tick)
+        self.session.notifier.listeners.append(self._on_event)
         control = self.loaded.expect.value == "no-incident"
         quiet_since: float | None = None
         end_reason = f"time limit ({limits.total:g}s)"
@@ -304,6 +308,64 @@ class Runner:
                 except StratusError:  # an outage (--chaos): measured when it is over
                     continue
                 self.state.boundary[tx.id] = _Measured(mu=severity.mu, at=now)
+        self._check_boundaries()
+
+    def _check_boundaries(self) -> None:
+        """`check_mu` where the bench measured a boundary itself (the naive agent's)."""
+        for tx_id in self.state.boundary.keys() - self.state.checks.keys():
+            mu = self.check_mu()
+            if mu is not None:
+                self.state.checks[tx_id] = _Measured(mu=mu, at=self.clock.now())
+
+    def _on_event(self, event: IncidentEvent) -> None:
+        """`check_mu` the moment a validated transaction ends. One loop step can run a
+        transaction, its rollback and the next attempt (validation moves the clock), so
+        measuring at the step's end would measure the next attempt's work."""
+        if not isinstance(event, TransactionFinished) or not event.outcome.transaction_id:
+            return
+        tx_id = event.outcome.transaction_id
+        txs = self.session.brain.machine.transactions(event.incident.id)
+        tx = next((t for t in txs if t.id == tx_id), None)
+        if tx is None or tx.mu_after is None or tx_id in self.state.checks:
+            return
+        mu = self.check_mu()
+        if mu is not None:
+            self.state.checks[tx_id] = _Measured(mu=mu, at=self.clock.now())
+
+    def check_mu(self) -> float | None:
+        """μ now over one sustain window, counting the alerts that started in it (None when a
+        source does not answer)."""
+        sustain = self.config.limits.sustain_s
+        now = self.clock.now()
+        try:
+            severity = self.session.brain.meter.measure(
+                self.session.scope,
+                window_s=int(sustain),
+                alerts_since=now - timedelta(seconds=sustain),
+            )
+        except StratusError:
+            return None
+        return severity.mu if severity.complete else None
+
+    def without_agent(self, times: Sequence[float]) -> dict[float, float]:
+        """The counterfactual run: the scenario's faults and noise at the same lab times, the
+        loop never stepped (no detection, no plan, no write), and `check_mu` at each of `times`
+        (lab s). Same seed, same world: what μ would have been had the agent done nothing."""
+        for step in self.scenario.faults:
+            self._schedule(step.at, partial(self._inject, step), f"fault {step.fault}")
+        for noise in self.scenario.noise:
+            self._schedule(noise.at, partial(self._noise, noise), f"noise {noise.kind}")
+        self.clock.on_tick(self._on_tick)
+        out: dict[float, float] = {}
+        for at in sorted(set(times)):
+            while self.elapsed() < at - 1e-6:
+                self.clock.sleep(min(self.config.step_s, at - self.elapsed()))
+            if self.state.errors:
+                raise ScenarioRunError("; ".join(self.state.errors))
+            mu = self.check_mu()
+            if mu is not None:
+                out[at] = mu
+        return out
 
     def _written_workloads(self, transaction_id: str) -> frozenset[str]:
         return frozenset(
@@ -326,7 +388,8 @@ class Runner:
     def _facts(self, end_reason: str) -> RunFacts:
         reader = RunRecords(self.session, self.elapsed)
         boundary = {tx: m.mu for tx, m in self.state.boundary.items()}
-        incidents = reader.incidents(boundary=boundary, healthy_at=self._healthy_at)
+        checks = {tx: (self.elapsed(m.at), m.mu) for tx, m in self.state.checks.items()}
+        incidents = reader.incidents(boundary=boundary, healthy_at=self._healthy_at, checks=checks)
         final = self._check() if self.state.injections else ()
         writes = reader.writes()
         written = {_kind_name(w.target) for w in writes if w.target}

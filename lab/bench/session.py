@@ -11,6 +11,7 @@ the loop's first step (the change journal's baseline) taken only after the warm-
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -21,6 +22,7 @@ import yaml
 from agents.adapters.kubernetes_cluster import KubernetesCluster
 from agents.deadlines import CallDeadline
 from agents.diagnosis import LanguageModel
+from agents.incident.events import IncidentEvent, RecordingNotifier
 from agents.incident.headless import HeadlessLoop, auto_approve
 from agents.model import Scope
 from agents.planning.plan import Planner
@@ -91,6 +93,20 @@ def _chaos(world: LabWorld, alerts: LabAlerts, kubeconfig: Path) -> Chaos:
     return Chaos(proxy, SwitchableMetrics(alerts.metrics))
 
 
+class HookedNotifier(RecordingNotifier):
+    """Keeps every event, and hands each to the listeners as it happens: the runner measures
+    μ the moment a transaction ends, inside the loop step that ran it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listeners: list[Callable[[IncidentEvent], None]] = []
+
+    def notify(self, event: IncidentEvent) -> None:
+        super().notify(event)
+        for listener in self.listeners:
+            listener(event)
+
+
 class Session:
     def __init__(
         self,
@@ -104,7 +120,9 @@ class Session:
         namespace: str,
         fallible: FalliblePlanner | None = None,
         chaos: Chaos | None = None,
+        notifier: HookedNotifier | None = None,
     ) -> None:
+        self.notifier = notifier or HookedNotifier()
         self.world = world
         self.alerts = alerts
         self.cluster = cluster
@@ -169,6 +187,7 @@ class Session:
                 fallible = FalliblePlanner(planner, noise, reader=cluster, journal=None)
                 return fallible
 
+            notifier = HookedNotifier()
             brain = build_brain(
                 store=store,
                 reader=cluster,
@@ -183,6 +202,7 @@ class Session:
                 limits=config.limits,
                 options=agent.options,
                 plan_through=through if config.plan_noise > 0 else None,
+                notifier=notifier,
             )
             if fallible is not None:
                 fallible.journal = brain.journal
@@ -218,6 +238,7 @@ class Session:
             namespace=app,
             fallible=fallible,
             chaos=chaos,
+            notifier=notifier,
         )
 
     def close(self) -> None:

@@ -93,3 +93,20 @@ def test_a_wrong_plan_rolled_back_while_the_fault_spreads_to_callers_is_retried_
     assert run.plans[1].startswith("committed: Set resources"), run.plans
     assert run.mitigated and run.pages == 0 and run.healed_without_page, run.outcome
     assert not run.collateral_drift
+
+
+@pytest.mark.timeout(900)
+def test_a_rollback_while_the_fault_spreads_is_the_faults_course_not_a_violation() -> None:
+    # The noise's scale-out of a crash-looping cart is rolled back completely while the crash
+    # spreads to its callers: μ is above μ0 at the rollback's end. The run without the agent
+    # (same seed, same faults, nothing written) measures as much at the same lab second.
+    loaded, errors = load_scenario(SUITE_DIR / "shop-misleading-release-cart.yaml")
+    assert loaded is not None and not errors
+    (agent,) = parse_agents("stratus")
+    result = run_one(loaded, agent, BenchConfig(seed=7, plan_noise=0.4))
+    assert result.error is None, result.error
+    assert result.plans[0].startswith("aborted: Scale Deployment/online-shop/cart"), result.plans
+    assert result.tnr_violations == 0, result.tnr_details
+    [course] = result.tnr_fault_course
+    assert course.startswith("transaction 1 (Scale Deployment/online-shop/cart from 1 to 2)")
+    assert "in the run without the agent" in course
