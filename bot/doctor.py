@@ -170,7 +170,7 @@ def write_permissions() -> tuple[Permission, ...]:
     return tuple(out)
 
 
-class Verdict(StrEnum):
+class CheckStatus(StrEnum):
     OK = "ok"
     PROBLEM = "problem"
     CANNOT_CHECK = "cannot check"
@@ -180,7 +180,7 @@ class Verdict(StrEnum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Check:
     name: str
-    verdict: Verdict
+    verdict: CheckStatus
     detail: str
     fix: str = ""
 
@@ -246,7 +246,7 @@ def check_kubernetes(
         return [
             Check(
                 name="kubernetes permissions",
-                verdict=Verdict.SKIPPED,
+                verdict=CheckStatus.SKIPPED,
                 detail="no cluster connection (see the cluster check above)",
             )
         ]
@@ -279,7 +279,7 @@ def check_kubernetes(
             checks.append(
                 Check(
                     name=f"kubernetes {label}",
-                    verdict=Verdict.CANNOT_CHECK,
+                    verdict=CheckStatus.CANNOT_CHECK,
                     detail=str(e),
                     fix="check by hand: kubectl auth can-i --list "
                     "--as=system:serviceaccount:stratus:stratus",
@@ -290,7 +290,7 @@ def check_kubernetes(
             checks.append(
                 Check(
                     name=f"kubernetes {label}",
-                    verdict=Verdict.PROBLEM,
+                    verdict=CheckStatus.PROBLEM,
                     detail="not allowed: " + "; ".join(missing),
                     fix=f"apply the RBAC of {RBAC_HINT}, with a RoleBinding in every covered "
                     "namespace"
@@ -303,7 +303,7 @@ def check_kubernetes(
             checks.append(
                 Check(
                     name=f"kubernetes {label}",
-                    verdict=Verdict.OK,
+                    verdict=CheckStatus.OK,
                     detail=f"{checked} verbs allowed",
                 )
             )
@@ -321,7 +321,7 @@ def check_slack(client: WebClient, *, app_token: str | None = None) -> list[Chec
         return [
             Check(
                 name="slack token",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail=f"auth.test refused the bot token: {error}",
                 fix="set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-…)",
             )
@@ -330,7 +330,7 @@ def check_slack(client: WebClient, *, app_token: str | None = None) -> list[Chec
         return [
             Check(
                 name="slack token",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail=f"cannot reach Slack at {client.base_url}: {e}",
                 fix="check SLACK_API_URL and the network path to Slack",
             )
@@ -340,7 +340,7 @@ def check_slack(client: WebClient, *, app_token: str | None = None) -> list[Chec
     checks.append(
         Check(
             name="slack token",
-            verdict=Verdict.OK,
+            verdict=CheckStatus.OK,
             detail=f"bot {response.get('user_id')} in team {response.get('team')}",
         )
     )
@@ -351,7 +351,7 @@ def check_slack(client: WebClient, *, app_token: str | None = None) -> list[Chec
         checks.append(
             Check(
                 name="slack scopes",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail="missing: "
                 + "; ".join(f"{s} ({SLACK_BOT_SCOPES[s]})" for s in missing)
                 + extra_note,
@@ -362,19 +362,21 @@ def check_slack(client: WebClient, *, app_token: str | None = None) -> list[Chec
         checks.append(
             Check(
                 name="slack scopes",
-                verdict=Verdict.OK,
+                verdict=CheckStatus.OK,
                 detail=f"all {len(SLACK_BOT_SCOPES)} scopes granted{extra_note}",
             )
         )
     if app_token is not None:
         try:
             WebClient(base_url=client.base_url).apps_connections_open(app_token=app_token)
-            checks.append(Check(name="slack app token", verdict=Verdict.OK, detail="Socket Mode"))
+            checks.append(
+                Check(name="slack app token", verdict=CheckStatus.OK, detail="Socket Mode")
+            )
         except SlackApiError as e:
             checks.append(
                 Check(
                     name="slack app token",
-                    verdict=Verdict.PROBLEM,
+                    verdict=CheckStatus.PROBLEM,
                     detail=f"apps.connections.open refused: {e.response.get('error')}",
                     fix="set SLACK_APP_TOKEN to an app-level token (xapp-…) with "
                     "connections:write, and enable Socket Mode",
@@ -387,7 +389,7 @@ def check_prometheus(url: str | None, *, timeout_s: float = 5.0) -> Check:
     if url is None:
         return Check(
             name="prometheus",
-            verdict=Verdict.SKIPPED,
+            verdict=CheckStatus.SKIPPED,
             detail="STRATUS_PROMETHEUS_URL is not set: severity and diagnosis use cluster "
             "state only",
         )
@@ -400,19 +402,19 @@ def check_prometheus(url: str | None, *, timeout_s: float = 5.0) -> Check:
     except (urllib.error.URLError, OSError) as e:
         return Check(
             name="prometheus",
-            verdict=Verdict.PROBLEM,
+            verdict=CheckStatus.PROBLEM,
             detail=f"{ready} is unreachable: {getattr(e, 'reason', e)}",
             fix="check STRATUS_PROMETHEUS_URL and the NetworkPolicy's egress to Prometheus",
         )
     if status == 200:
-        return Check(name="prometheus", verdict=Verdict.OK, detail=f"{ready} is ready")
+        return Check(name="prometheus", verdict=CheckStatus.OK, detail=f"{ready} is ready")
     if status == 404:
         # Not every PromQL server has Prometheus's /-/ready (Thanos Query, VictoriaMetrics,
         # the lab's stand-in, a path prefix): the query API is what the bot needs.
         return _check_promql(url, timeout_s=timeout_s)
     return Check(
         name="prometheus",
-        verdict=Verdict.PROBLEM,
+        verdict=CheckStatus.PROBLEM,
         detail=f"{ready} answered HTTP {status}",
         fix="Prometheus is starting or unhealthy; look at its own logs",
     )
@@ -426,16 +428,18 @@ def _check_promql(url: str, *, timeout_s: float) -> Check:
     except (urllib.error.URLError, OSError, ValueError) as e:
         return Check(
             name="prometheus",
-            verdict=Verdict.PROBLEM,
+            verdict=CheckStatus.PROBLEM,
             detail=f"{url} has no /-/ready and its query API failed: {getattr(e, 'reason', e)}",
             fix="STRATUS_PROMETHEUS_URL must be the base URL of a PromQL API (with its path "
             "prefix, if it has one)",
         )
     if isinstance(body, dict) and body.get("status") == "success":
-        return Check(name="prometheus", verdict=Verdict.OK, detail=f"{url} answers PromQL queries")
+        return Check(
+            name="prometheus", verdict=CheckStatus.OK, detail=f"{url} answers PromQL queries"
+        )
     return Check(
         name="prometheus",
-        verdict=Verdict.PROBLEM,
+        verdict=CheckStatus.PROBLEM,
         detail=f"{query} did not answer as a PromQL API",
         fix="STRATUS_PROMETHEUS_URL must be the base URL of a PromQL API",
     )
@@ -463,7 +467,7 @@ def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list
         return [
             Check(
                 name="signal profile",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail=f"{configured}: {e}",
                 fix=SIGNAL_FIX,
             )
@@ -473,19 +477,21 @@ def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list
     checks = [
         Check(
             name="signal profile",
-            verdict=Verdict.OK,
+            verdict=CheckStatus.OK,
             detail=f"{how} (latency in {profile.latency_unit.value}); reading {where}",
         )
     ]
     for signal, found in coverage.items():
         name = f"signal {signal}"
         if found:
-            checks.append(Check(name=name, verdict=Verdict.OK, detail="its query returns series"))
+            checks.append(
+                Check(name=name, verdict=CheckStatus.OK, detail="its query returns series")
+            )
         elif found is None and signal == CALL_GRAPH:
             checks.append(
                 Check(
                     name=name,
-                    verdict=Verdict.SKIPPED,
+                    verdict=CheckStatus.SKIPPED,
                     detail=f"{profile.name} has no call graph: diagnosis finds dependencies "
                     "from the cluster only",
                     fix=SIGNAL_FIX,
@@ -495,7 +501,7 @@ def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list
             checks.append(
                 Check(
                     name=name,
-                    verdict=Verdict.PROBLEM,
+                    verdict=CheckStatus.PROBLEM,
                     detail=f"{profile.name} cannot read it: severity stays unknown, so no "
                     "transaction can start or commit",
                     fix=SIGNAL_FIX,
@@ -506,7 +512,7 @@ def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list
             checks.append(
                 Check(
                     name=name,
-                    verdict=Verdict.CANNOT_CHECK,
+                    verdict=CheckStatus.CANNOT_CHECK,
                     detail="its query returns no series (no errors in the last 5 minutes, "
                     "or the profile's error query matches nothing)",
                     fix=SIGNAL_FIX,
@@ -516,7 +522,7 @@ def check_signals(metrics: PrometheusMetrics, namespaces: Sequence[str]) -> list
             checks.append(
                 Check(
                     name=name,
-                    verdict=Verdict.PROBLEM,
+                    verdict=CheckStatus.PROBLEM,
                     detail=f"its query returns no series in {where} (no traffic in the last "
                     f"5 minutes, or {profile.name} is not this cluster's convention)",
                     fix=SIGNAL_FIX,
@@ -534,7 +540,7 @@ def check_policy(path: Path | None) -> Check:
     if path is None:
         return Check(
             name="policy",
-            verdict=Verdict.SKIPPED,
+            verdict=CheckStatus.SKIPPED,
             detail="STRATUS_POLICY_FILE is not set: every namespace uses the default policy "
             "(propose: every plan waits for an approval)",
         )
@@ -543,12 +549,12 @@ def check_policy(path: Path | None) -> Check:
     except PolicyError as e:
         return Check(
             name="policy",
-            verdict=Verdict.PROBLEM,
+            verdict=CheckStatus.PROBLEM,
             detail=str(e),
             fix="fix the file named by STRATUS_POLICY_FILE (see README, Policy)",
         )
     covered = ", ".join(policy.covered_namespaces) or "default rules only"
-    return Check(name="policy", verdict=Verdict.OK, detail=f"{path} is valid ({covered})")
+    return Check(name="policy", verdict=CheckStatus.OK, detail=f"{path} is valid ({covered})")
 
 
 def check_webhook(settings: WebhookSettings) -> Check:
@@ -560,7 +566,7 @@ def check_webhook(settings: WebhookSettings) -> Check:
     else:
         return Check(
             name="alertmanager webhook",
-            verdict=Verdict.PROBLEM,
+            verdict=CheckStatus.PROBLEM,
             detail="no credentials: /alerts/alertmanager answers 401 to every call",
             fix="set STRATUS_WEBHOOK_TOKEN (or STRATUS_WEBHOOK_TOKEN_FILE), e.g. from "
             "`openssl rand -base64 32`, and give Alertmanager the same token in "
@@ -571,7 +577,7 @@ def check_webhook(settings: WebhookSettings) -> Check:
     where = f"port {settings.port}" if settings.port is not None else "the main HTTP port"
     return Check(
         name="alertmanager webhook",
-        verdict=Verdict.OK,
+        verdict=CheckStatus.OK,
         detail=f"callers must present {how} (on {where})",
     )
 
@@ -588,16 +594,16 @@ def check_database(
     except StorageError as e:
         return Check(
             name="database",
-            verdict=Verdict.PROBLEM,
+            verdict=CheckStatus.PROBLEM,
             detail=str(e),
             fix="check STRATUS_DATABASE_URL and that the database accepts connections",
         )
     newest = head()
     if revision == newest:
-        return Check(name="database", verdict=Verdict.OK, detail=f"migrated to {newest}")
+        return Check(name="database", verdict=CheckStatus.OK, detail=f"migrated to {newest}")
     return Check(
         name="database",
-        verdict=Verdict.PROBLEM,
+        verdict=CheckStatus.PROBLEM,
         detail=f"at {revision or 'no revision (empty)'}, this Stratus needs {newest}",
         fix="run `stratus db upgrade` (the bot also migrates at start)",
     )
@@ -608,19 +614,19 @@ class Report:
     checks: tuple[Check, ...]
 
     def failed(self, *, strict: bool = False) -> bool:
-        bad = {Verdict.PROBLEM, Verdict.CANNOT_CHECK} if strict else {Verdict.PROBLEM}
+        bad = {CheckStatus.PROBLEM, CheckStatus.CANNOT_CHECK} if strict else {CheckStatus.PROBLEM}
         return any(c.verdict in bad for c in self.checks)
 
     def lines(self) -> list[str]:
         marks = {
-            Verdict.OK: "ok     ",
-            Verdict.PROBLEM: "PROBLEM",
-            Verdict.CANNOT_CHECK: "?      ",
-            Verdict.SKIPPED: "skipped",
+            CheckStatus.OK: "ok     ",
+            CheckStatus.PROBLEM: "PROBLEM",
+            CheckStatus.CANNOT_CHECK: "?      ",
+            CheckStatus.SKIPPED: "skipped",
         }
         out = []
         for check in self.checks:
             out.append(f"{marks[check.verdict]}  {check.name}: {check.detail}")
-            if check.fix and check.verdict is not Verdict.OK:
+            if check.fix and check.verdict is not CheckStatus.OK:
                 out.append(f"         fix: {check.fix}")
         return out

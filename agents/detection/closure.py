@@ -63,7 +63,7 @@ class ClosedIncident:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class Placement:
     belongs: Belonging
     incident_id: str
     until: datetime | None = None  # a hand-over ends then; a start before the close never does
@@ -115,7 +115,7 @@ class Closures:
         closed: list[ClosedIncident],
         now: datetime,
         resolved_since: Callable[[str, datetime], bool],
-    ) -> Verdict | None:
+    ) -> Placement | None:
         """Whether a firing alert of a scope without an open incident belongs to one of the
         scope's closed incidents (`closed`, newest first). `resolved_since(fingerprint, t)`:
         the alert was seen resolved after `t`."""
@@ -123,10 +123,10 @@ class Closures:
             return None
         latest = closed[0]
         if alert.starts_at < latest.closed_at:
-            return Verdict(belongs=Belonging.CLOSED, incident_id=latest.incident_id)
+            return Placement(belongs=Belonging.CLOSED, incident_id=latest.incident_id)
         window = window_of(alert)
         if window is not None and now < latest.closed_at + window:
-            return Verdict(
+            return Placement(
                 belongs=Belonging.LAGGING,
                 incident_id=latest.incident_id,
                 until=latest.closed_at + window,
@@ -139,7 +139,7 @@ class Closures:
                 and alert.fingerprint in incident.fingerprints
                 and not resolved_since(alert.fingerprint, incident.closed_at)
             ):
-                return Verdict(
+                return Placement(
                     belongs=Belonging.HANDED_OVER,
                     incident_id=incident.incident_id,
                     until=incident.closed_at + self._cooldown,

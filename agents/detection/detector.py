@@ -40,7 +40,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from agents.detection.closure import Belonging, Closures, Verdict
+from agents.detection.closure import Belonging, Closures, Placement
 from agents.detection.coalesce import Coalescer
 from agents.detection.events import (
     AlertDisposition,
@@ -337,7 +337,7 @@ class Detector:
                 self._coalescer.add_new(iid, alert)  # it resolved, and is back
             run.note(alert, Disposition.UPDATED, row.id)
 
-    def _belongs(self, alert: Alert, scope: Scope, verdict: Verdict, run: _Run) -> None:
+    def _belongs(self, alert: Alert, scope: Scope, verdict: Placement, run: _Run) -> None:
         """A firing alert that is still a closed incident's: recorded, opens nothing. A
         hand-over or a lagging window is looked at again when it ends (then it may open one);
         an alert that started before the close stays that incident's until it resolves."""

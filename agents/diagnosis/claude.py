@@ -29,7 +29,7 @@ from agents.diagnosis.llm import (
     ToolCall,
     ToolResult,
 )
-from agents.diagnosis.offline import Verdict
+from agents.diagnosis.offline import Ranking
 from agents.diagnosis.ports import Redactor
 from agents.diagnosis.tools import SUBMIT, Status, Toolbox, ToolOutcome
 from agents.errors import StepBudgetExceeded, TokenBudgetExceeded
@@ -95,7 +95,7 @@ class ClaudeReasoner:
         incident: Incident,
         alerts: Sequence[Alert],
         evidence: Sequence[Evidence],
-        hints: Verdict,
+        hints: Ranking,
         similar: Sequence[SimilarIncident],
         toolbox: Toolbox,
         tally: Tally,
@@ -181,7 +181,7 @@ class ClaudeReasoner:
         incident: Incident,
         alerts: Sequence[Alert],
         evidence: Sequence[Evidence],
-        hints: Verdict,
+        hints: Ranking,
         similar: Sequence[SimilarIncident],
     ) -> str:
         lines = [

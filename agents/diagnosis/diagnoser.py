@@ -246,7 +246,7 @@ class Diagnoser:
     def _offline(
         self,
         incident: Incident,
-        verdict: offline.Verdict,
+        verdict: offline.Ranking,
         ranked: _Ranked,
         similar: list[SimilarIncident],
         *,

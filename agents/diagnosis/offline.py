@@ -53,7 +53,7 @@ TIE = 0.05
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class Ranking:
     candidates: tuple[Candidate, ...]  # ranked, best first; never empty
     summary: str
     #: Services whose best hypotheses are tied (within `TIE`, not related by depth): the
@@ -61,7 +61,7 @@ class Verdict:
     tied: tuple[str, ...] = ()
 
 
-def reason(facts: Facts) -> Verdict:
+def reason(facts: Facts) -> Ranking:
     obs = facts.obs
     found: list[Candidate] = []
     for service in sorted(_suspects(facts)):
@@ -82,7 +82,7 @@ def reason(facts: Facts) -> Verdict:
         obs.scope.key,
         "; ".join(f"{c.service} {c.category} {c.confidence:.2f} [{c.rule}]" for c in ranked),
     )
-    return Verdict(candidates=tuple(ranked), summary=summary, tied=tied)
+    return Ranking(candidates=tuple(ranked), summary=summary, tied=tied)
 
 
 def _suspects(facts: Facts) -> set[str]:

@@ -139,7 +139,7 @@ class EngineOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class ValidationVerdict:
     commit: bool
     healthy: bool
     reason: str
@@ -161,32 +161,32 @@ def verdict(
     mu0: float,
     require_progress: bool,
     unknown: Sequence[str] = (),
-) -> Verdict:
+) -> ValidationVerdict:
     """Commit iff μ_after ≤ μ_before and μ_after ≤ μ0 (rule 5); with `require_progress`, an
     unhealthy scope must also be strictly better than before. `unknown`: what the sustain
     window could not measure; anything there refuses the commit (rule 8), whatever μ says."""
     if unknown:
-        return Verdict(
+        return ValidationVerdict(
             commit=False,
             healthy=False,
             reason=f"sustain window not wholly measured: {', '.join(unknown)}",
         )
     healthy = mu_after <= 0.0
     if mu_after > mu_before:
-        return Verdict(
+        return ValidationVerdict(
             commit=False, healthy=healthy, reason=f"μ rose from {mu_before:g} to {mu_after:g}"
         )
     if mu_after > mu0:
-        return Verdict(
+        return ValidationVerdict(
             commit=False, healthy=healthy, reason=f"μ {mu_after:g} is above the baseline μ0 {mu0:g}"
         )
     if require_progress and not healthy and mu_after >= mu_before:
-        return Verdict(
+        return ValidationVerdict(
             commit=False, healthy=False, reason=f"no improvement (μ stayed at {mu_after:g})"
         )
     if healthy:
-        return Verdict(commit=True, healthy=True, reason="healthy")
-    return Verdict(
+        return ValidationVerdict(commit=True, healthy=True, reason="healthy")
+    return ValidationVerdict(
         commit=True, healthy=False, reason=f"μ improved from {mu_before:g} to {mu_after:g}"
     )
 

@@ -48,8 +48,8 @@ def run_checks(settings: Settings) -> list[Check]:
     from agents.errors import ClusterError
     from bot.doctor import (
         Check,
+        CheckStatus,
         SelfSubjectAccessReviews,
-        Verdict,
         check_database,
         check_kubernetes,
         check_policy,
@@ -69,7 +69,7 @@ def run_checks(settings: Settings) -> list[Check]:
         checks.append(
             Check(
                 name="slack token",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail="SLACK_BOT_TOKEN is not set",
                 fix="set it from the Secret (see manifests/kustomize/base/secret.yaml)",
             )
@@ -86,13 +86,13 @@ def run_checks(settings: Settings) -> list[Check]:
         )
         where = ", ".join(namespaces) if namespaces else "cluster-wide (no namespaces configured)"
         checks.append(
-            Check(name="kubernetes", verdict=Verdict.OK, detail=f"configured; checking {where}")
+            Check(name="kubernetes", verdict=CheckStatus.OK, detail=f"configured; checking {where}")
         )
     except ClusterError as e:
         checks.append(
             Check(
                 name="kubernetes",
-                verdict=Verdict.PROBLEM,
+                verdict=CheckStatus.PROBLEM,
                 detail=str(e),
                 fix="set KUBECONFIG (and STRATUS_KUBE_CONTEXT), or run in the cluster with "
                 "the stratus ServiceAccount",
@@ -110,7 +110,7 @@ def run_checks(settings: Settings) -> list[Check]:
     checks.append(check_policy(settings.policy_file))
     prometheus = check_prometheus(settings.prometheus.url)
     checks.append(prometheus)
-    if prometheus.verdict is Verdict.OK:
+    if prometheus.verdict is CheckStatus.OK:
         checks += _signal_checks(settings, namespaces)
     checks.append(check_database(settings.database.url, current=current, head=head))
     return checks
@@ -119,7 +119,7 @@ def run_checks(settings: Settings) -> list[Check]:
 def _signal_checks(settings: Settings, namespaces: Sequence[str]) -> list[Check]:
     from agents.adapters.prometheus_metrics import PrometheusMetrics
     from bot.config import SettingsError
-    from bot.doctor import SIGNAL_FIX, Check, Verdict, check_signals
+    from bot.doctor import SIGNAL_FIX, Check, CheckStatus, check_signals
     from bot.services import signal_profile
 
     url = settings.prometheus.url
@@ -128,7 +128,7 @@ def _signal_checks(settings: Settings, namespaces: Sequence[str]) -> list[Check]
         profile = signal_profile(settings)
     except SettingsError as e:
         return [
-            Check(name="signal profile", verdict=Verdict.PROBLEM, detail=str(e), fix=SIGNAL_FIX)
+            Check(name="signal profile", verdict=CheckStatus.PROBLEM, detail=str(e), fix=SIGNAL_FIX)
         ]
     metrics = PrometheusMetrics(url, profile=profile, deadline=settings.prometheus.deadline)
     try:

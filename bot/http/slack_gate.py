@@ -31,7 +31,7 @@ WINDOW_S = 5 * 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class GateAnswer:
     """`status` 0: pass the request to Bolt. Otherwise answer `status` (200 for a replay)."""
 
     status: int = 0
@@ -42,7 +42,7 @@ class Verdict:
         return self.status == 0
 
 
-PASS = Verdict()
+PASS = GateAnswer()
 
 
 class ReplayGuard:
@@ -78,25 +78,25 @@ class SlackGate:
         self._now = now
         self.replays = ReplayGuard(now=now)
 
-    def check(self, body: bytes, headers: Mapping[str, str]) -> Verdict:
+    def check(self, body: bytes, headers: Mapping[str, str]) -> GateAnswer:
         """`headers` with lower-case names."""
         if len(body) > MAX_SLACK_BODY:
-            return Verdict(status=413, reason=f"body of {len(body)} bytes")
+            return GateAnswer(status=413, reason=f"body of {len(body)} bytes")
         refused = self._signature(body, headers)
         if refused:
-            return Verdict(status=401, reason=refused)
+            return GateAnswer(status=401, reason=refused)
         timestamp, signature = headers["x-slack-request-timestamp"], headers["x-slack-signature"]
         if not self.replays.first(f"sig:{timestamp}:{signature}"):
-            return Verdict(status=200, reason="replay of a signed request already taken")
+            return GateAnswer(status=200, reason="replay of a signed request already taken")
         try:
             payload = parse_slack_body(body, headers.get("content-type"))
         except JsonLimitError as e:
-            return Verdict(status=400, reason=str(e))
+            return GateAnswer(status=400, reason=str(e))
         event_id = payload.get("event_id")
         if isinstance(event_id, str) and event_id:
             retry = headers.get("x-slack-retry-num")
             if not self.replays.first(f"event:{event_id}") and retry is not None:
-                return Verdict(status=200, reason=f"retry {retry[:8]} of event already taken")
+                return GateAnswer(status=200, reason=f"retry {retry[:8]} of event already taken")
         return PASS
 
     def _signature(self, body: bytes, headers: Mapping[str, str]) -> str | None:

@@ -6,7 +6,7 @@ oracle, modelled on AIOpsLab's and chaos-mesh's injectors.
     injection = fault("wrong-target-port").inject(world, app="hotel-reservation")
     injection.truth.root_causes, injection.truth.category, injection.truth.undoable_fix
     ...                                   # let Stratus (or a person) respond
-    check_mitigation(world, injection)    # Verdict(mitigated=..., problems=(...))
+    check_mitigation(world, injection)    # OracleVerdict(mitigated=..., problems=(...))
     fault(injection.fault_id).recover(world, injection)   # the lab's own reset
 
 Spec faults write through the cluster API with field manager `kubectl`; data-plane faults act on
@@ -17,7 +17,7 @@ timer. Symptoms are never injected: they follow from the cluster's state (DESIGN
 from lab.faults.base import Fault
 from lab.faults.errors import BadParameter, FaultError, InjectionFailed, UnknownFault
 from lab.faults.model import Baseline, GroundTruth, Injection, Param
-from lab.faults.oracle import MitigationOracle, Verdict, check_mitigation
+from lab.faults.oracle import MitigationOracle, OracleVerdict, check_mitigation
 from lab.faults.registry import fault, faults
 
 __all__ = [
@@ -29,9 +29,9 @@ __all__ = [
     "Injection",
     "InjectionFailed",
     "MitigationOracle",
+    "OracleVerdict",
     "Param",
     "UnknownFault",
-    "Verdict",
     "check_mitigation",
     "fault",
     "faults",

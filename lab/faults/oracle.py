@@ -40,7 +40,7 @@ MIN_RATE = 0.05  # requests/s below which a service's ratios mean nothing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class OracleVerdict:
     mitigated: bool
     problems: tuple[str, ...]
     at: datetime
@@ -56,7 +56,7 @@ class MitigationOracle:
         self.injection = injection
         self.window_s = window_s
 
-    def check(self, world: LabWorld) -> Verdict:
+    def check(self, world: LabWorld) -> OracleVerdict:
         now = world.clock.now()
         ns = self.injection.namespace
         problems = [
@@ -66,7 +66,7 @@ class MitigationOracle:
             *self._slos(world, now),
             *fault(self.injection.fault_id).blockers(world, self.injection),
         ]
-        return Verdict(mitigated=not problems, problems=tuple(problems), at=now)
+        return OracleVerdict(mitigated=not problems, problems=tuple(problems), at=now)
 
     def _baseline(self, world: LabWorld) -> list[str]:
         out = []
@@ -150,7 +150,7 @@ class MitigationOracle:
 
 def check_mitigation(
     world: LabWorld, injection: Injection, *, window_s: float = DEFAULT_WINDOW_S
-) -> Verdict:
+) -> OracleVerdict:
     """`MitigationOracle(injection, window_s=...).check(world)`."""
     return MitigationOracle(injection, window_s=window_s).check(world)
 

@@ -31,9 +31,9 @@ from bot.doctor import (
     SLACK_BOT_EVENTS,
     SLACK_BOT_SCOPES,
     AccessReviewUnavailable,
+    CheckStatus,
     Permission,
     SelfSubjectAccessReviews,
-    Verdict,
     catalog_actions,
     check_database,
     check_kubernetes,
@@ -306,16 +306,16 @@ def test_slack_with_every_scope(workspace: SlackWorkspace) -> None:
     client = WebClient(base_url=workspace.api_url, token=workspace.config.bot_token)
     checks = check_slack(client, app_token=workspace.config.app_token)
     assert [(c.name, c.verdict) for c in checks] == [
-        ("slack token", Verdict.OK),
-        ("slack scopes", Verdict.OK),
-        ("slack app token", Verdict.OK),
+        ("slack token", CheckStatus.OK),
+        ("slack scopes", CheckStatus.OK),
+        ("slack app token", CheckStatus.OK),
     ]
 
 
 def test_slack_names_each_missing_scope(workspace: SlackWorkspace) -> None:
     client = WebClient(base_url=workspace.api_url, token="xoxb-narrow")
     scopes = check_slack(client)[1]
-    assert scopes.verdict is Verdict.PROBLEM
+    assert scopes.verdict is CheckStatus.PROBLEM
     assert "pins:write (pins.add/remove" in scopes.detail
     assert "usergroups:read (usergroups.list" in scopes.detail
     assert "chat:write" not in scopes.detail
@@ -325,10 +325,10 @@ def test_slack_names_each_missing_scope(workspace: SlackWorkspace) -> None:
 def test_slack_with_a_revoked_token_and_a_bad_app_token(workspace: SlackWorkspace) -> None:
     revoked = WebClient(base_url=workspace.api_url, token="xoxb-revoked")
     [token] = check_slack(revoked)
-    assert token.verdict is Verdict.PROBLEM and "invalid_auth" in token.detail
+    assert token.verdict is CheckStatus.PROBLEM and "invalid_auth" in token.detail
     client = WebClient(base_url=workspace.api_url, token=workspace.config.bot_token)
     app = check_slack(client, app_token="xapp-wrong")[-1]
-    assert (app.name, app.verdict) == ("slack app token", Verdict.PROBLEM)
+    assert (app.name, app.verdict) == ("slack app token", CheckStatus.PROBLEM)
 
 
 def test_kubernetes_names_each_missing_permission() -> None:
@@ -336,11 +336,11 @@ def test_kubernetes_names_each_missing_permission() -> None:
     allowed.discard(("update", "apps", "deployments", NS))
     allowed.discard(("list", "", "events", "online-shop"))
     reads, writes = check_kubernetes(Grants(allowed), [NS, "online-shop"])
-    assert reads.verdict is Verdict.PROBLEM
+    assert reads.verdict is CheckStatus.PROBLEM
     assert reads.detail == (
         "not allowed: list events in online-shop — what the cluster reported; the cache"
     )
-    assert writes.verdict is Verdict.PROBLEM
+    assert writes.verdict is CheckStatus.PROBLEM
     assert writes.detail.startswith(f"not allowed: update deployments.apps in {NS} — actions ")
     assert "rollback" in writes.detail and "scale" in writes.detail
     assert "RoleBinding" in writes.fix
@@ -349,7 +349,7 @@ def test_kubernetes_names_each_missing_permission() -> None:
 def test_kubernetes_with_everything_granted_asks_about_every_verb() -> None:
     reviewer = Grants(everything([NS]))
     reads, writes = check_kubernetes(reviewer, [NS])
-    assert (reads.verdict, writes.verdict) == (Verdict.OK, Verdict.OK)
+    assert (reads.verdict, writes.verdict) == (CheckStatus.OK, CheckStatus.OK)
     assert len(reviewer.asked) == len(everything([NS]))
     assert ("update", "", "nodes", None) in reviewer.asked  # cordon: cluster-wide
 
@@ -358,7 +358,7 @@ def test_kubernetes_checks_the_leader_lease_in_its_own_namespace() -> None:
     allowed = everything([NS])
     allowed |= {("get", "coordination.k8s.io", "leases", "stratus")}
     *_, lease = check_kubernetes(Grants(allowed), [NS], lease_namespace="stratus")
-    assert (lease.name, lease.verdict) == ("kubernetes leader election", Verdict.PROBLEM)
+    assert (lease.name, lease.verdict) == ("kubernetes leader election", CheckStatus.PROBLEM)
     assert lease.detail == (
         "not allowed: create leases.coordination.k8s.io in stratus — the leader lease "
         "(replicas); update leases.coordination.k8s.io in stratus — the leader lease (replicas)"
@@ -366,7 +366,7 @@ def test_kubernetes_checks_the_leader_lease_in_its_own_namespace() -> None:
     assert "stratus-leader Role" in lease.fix and "STRATUS_LEADER_ELECTION=off" in lease.fix
     allowed |= {(v, "coordination.k8s.io", "leases", "stratus") for v in ("create", "update")}
     *_, lease = check_kubernetes(Grants(allowed), [NS], lease_namespace="stratus")
-    assert lease.verdict is Verdict.OK and lease.detail == "3 verbs allowed"
+    assert lease.verdict is CheckStatus.OK and lease.detail == "3 verbs allowed"
 
 
 class Unanswerable:
@@ -376,7 +376,7 @@ class Unanswerable:
 
 def test_kubernetes_that_cannot_be_asked_says_so() -> None:
     checks = check_kubernetes(Unanswerable(), [NS])
-    assert {c.verdict for c in checks} == {Verdict.CANNOT_CHECK}
+    assert {c.verdict for c in checks} == {CheckStatus.CANNOT_CHECK}
     assert "kubectl auth can-i" in checks[0].fix
 
 
@@ -456,20 +456,20 @@ def test_the_lab_answers_access_reviews_and_its_admin_may_do_everything(
         finally:
             cluster.close()
     assert [(c.name, c.verdict) for c in checks] == [
-        ("kubernetes reads", Verdict.OK),
-        ("kubernetes writes", Verdict.OK),
+        ("kubernetes reads", CheckStatus.OK),
+        ("kubernetes writes", CheckStatus.OK),
     ]
 
 
 def test_prometheus_ready_not_ready_and_unreachable() -> None:
     with http_stand_in(_status(200)) as url:
-        assert check_prometheus(url).verdict is Verdict.OK
+        assert check_prometheus(url).verdict is CheckStatus.OK
     with http_stand_in(_status(503)) as url:
         not_ready = check_prometheus(url + "/")
-    assert not_ready.verdict is Verdict.PROBLEM and "HTTP 503" in not_ready.detail
+    assert not_ready.verdict is CheckStatus.PROBLEM and "HTTP 503" in not_ready.detail
     gone = check_prometheus(url, timeout_s=2)  # the stand-in has stopped
-    assert gone.verdict is Verdict.PROBLEM and "unreachable" in gone.detail
-    assert check_prometheus(None).verdict is Verdict.SKIPPED
+    assert gone.verdict is CheckStatus.PROBLEM and "unreachable" in gone.detail
+    assert check_prometheus(None).verdict is CheckStatus.SKIPPED
 
 
 def test_a_promql_server_without_ready_endpoint_is_checked_by_a_query() -> None:
@@ -485,30 +485,30 @@ def test_a_promql_server_without_ready_endpoint_is_checked_by_a_query() -> None:
 
     with http_stand_in(promql) as url:
         check = check_prometheus(url)
-    assert check.verdict is Verdict.OK and "answers PromQL" in check.detail
+    assert check.verdict is CheckStatus.OK and "answers PromQL" in check.detail
     with http_stand_in(_status(404)) as url:
         missing = check_prometheus(url)
-    assert missing.verdict is Verdict.PROBLEM and "PromQL API" in missing.fix
+    assert missing.verdict is CheckStatus.PROBLEM and "PromQL API" in missing.fix
 
 
 def test_the_policy_file_is_checked_as_the_bot_would_load_it(tmp_path: Path) -> None:
-    assert check_policy(None).verdict is Verdict.SKIPPED
+    assert check_policy(None).verdict is CheckStatus.SKIPPED
     missing = check_policy(tmp_path / "nowhere.yaml")
-    assert missing.verdict is Verdict.PROBLEM and "nowhere.yaml" in missing.detail
+    assert missing.verdict is CheckStatus.PROBLEM and "nowhere.yaml" in missing.detail
     bad = tmp_path / "policy.yaml"
     bad.write_text("defaults:\n  autonomy: reckless\n")
     invalid = check_policy(bad)
-    assert invalid.verdict is Verdict.PROBLEM
+    assert invalid.verdict is CheckStatus.PROBLEM
     assert f"{bad}:2: defaults.autonomy" in invalid.detail
     good = tmp_path / "good.yaml"
     good.write_text("defaults:\n  autonomy: propose\n")
-    assert check_policy(good).verdict is Verdict.OK
+    assert check_policy(good).verdict is CheckStatus.OK
 
 
 def test_database_migrated_and_not(database: str, tmp_path: Path) -> None:
-    assert check_database(database, current=current, head=head).verdict is Verdict.OK
+    assert check_database(database, current=current, head=head).verdict is CheckStatus.OK
     empty = check_database(f"sqlite:///{tmp_path / 'new.db'}", current=current, head=head)
-    assert empty.verdict is Verdict.PROBLEM
+    assert empty.verdict is CheckStatus.PROBLEM
     assert "no revision" in empty.detail and "stratus db upgrade" in empty.fix
 
 

@@ -61,8 +61,8 @@ from agents.tnr.preview import preview
 from bot.doctor import (
     RBAC_HINT,
     READ_PERMISSIONS,
+    CheckStatus,
     SelfSubjectAccessReviews,
-    Verdict,
     catalog_actions,
     check_kubernetes,
     write_permissions,
@@ -478,8 +478,8 @@ def _rules() -> list[tuple[str, int]]:
 def test_doctor_finds_every_permission_granted(lab: Lab) -> None:
     checks = check_kubernetes(SelfSubjectAccessReviews(lab.bot), [NS])
     assert [(c.name, c.verdict) for c in checks] == [
-        ("kubernetes reads", Verdict.OK),
-        ("kubernetes writes", Verdict.OK),
+        ("kubernetes reads", CheckStatus.OK),
+        ("kubernetes writes", CheckStatus.OK),
     ]
 
 
@@ -507,8 +507,8 @@ def test_doctor_names_the_permissions_of_a_removed_rule_and_the_fix(
         for resource in removed["resources"]
         for verb in removed["verbs"]
     }
-    problems = [c for c in checks if c.verdict is not Verdict.OK]
-    assert [c.verdict for c in problems] == [Verdict.PROBLEM]
+    problems = [c for c in checks if c.verdict is not CheckStatus.OK]
+    assert [c.verdict for c in problems] == [CheckStatus.PROBLEM]
     [problem] = problems
     assert problem.name == ("kubernetes writes" if "write" in role else "kubernetes reads")
     assert problem.detail.startswith("not allowed: ")

@@ -27,7 +27,7 @@ from agents.errors import MetricsError
 from agents.model import GoldenSignals, Scope
 from agents.severity import UNKNOWN_SIGNALS, SeverityMeter
 from agents.tnr.engine import verdict
-from bot.doctor import Verdict, check_signals
+from bot.doctor import CheckStatus, check_signals
 from lab.sim.conventions import CONVENTIONS
 from lab.sim.exporter import MetricsExporter
 from lab.sim.world import LabWorld, WorldConfig
@@ -270,10 +270,10 @@ def test_a_profile_without_errors_is_unknown_never_healthy(conventions: Conventi
         )
         assert not decision.commit and not decision.healthy
         checks = {c.name: c for c in check_signals(metrics, [APP])}
-        assert checks["signal error_rate"].verdict is Verdict.PROBLEM
+        assert checks["signal error_rate"].verdict is CheckStatus.PROBLEM
         assert "no-errors cannot read it" in checks["signal error_rate"].detail
         assert "STRATUS_SIGNAL_PROFILE" in checks["signal error_rate"].fix
-        assert checks["signal request_rate"].verdict is Verdict.OK
+        assert checks["signal request_rate"].verdict is CheckStatus.OK
     finally:
         cluster.close()
         metrics.close()
@@ -285,11 +285,11 @@ def test_doctor_names_the_profile_auto_found_and_what_it_reads(conventions: Conv
         checks = {c.name: c for c in check_signals(metrics, [APP])}
     finally:
         metrics.close()
-    assert checks["signal profile"].verdict is Verdict.OK
+    assert checks["signal profile"].verdict is CheckStatus.OK
     assert checks["signal profile"].detail.startswith("auto found ingress-nginx")
-    assert checks["signal request_rate"].verdict is Verdict.OK
-    assert checks["signal latency_p99"].verdict is Verdict.OK
-    assert checks["signal call_graph"].verdict is Verdict.SKIPPED
+    assert checks["signal request_rate"].verdict is CheckStatus.OK
+    assert checks["signal latency_p99"].verdict is CheckStatus.OK
+    assert checks["signal call_graph"].verdict is CheckStatus.SKIPPED
     other = PrometheusMetrics(conventions.prometheus["istio"], profile=PROFILES["linkerd"])
     try:
         wrong = {c.name: c for c in check_signals(other, [APP])}
@@ -297,7 +297,7 @@ def test_doctor_names_the_profile_auto_found_and_what_it_reads(conventions: Conv
         other.close()
     # A profile whose metrics are not there is refused outright: its queries would read the
     # namespace as idle, and idle as healthy.
-    assert wrong["signal profile"].verdict is Verdict.PROBLEM
+    assert wrong["signal profile"].verdict is CheckStatus.PROBLEM
     assert "has no response_latency_ms_bucket, response_total" in wrong["signal profile"].detail
     again = PrometheusMetrics(conventions.prometheus["istio"], profile=PROFILES["linkerd"])
     try:

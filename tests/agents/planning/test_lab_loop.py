@@ -34,7 +34,7 @@ from agents.planning import Attempt, CandidatePlan, Escalation, RulePlanner
 from agents.severity import SeverityMeter
 from agents.tnr import TnrLimits, TransactionEngine, TransactionRequest
 from agents.tnr.ledger import StorageLedger
-from lab.faults import Verdict, check_mitigation, fault
+from lab.faults import OracleVerdict, check_mitigation, fault
 from lab.sim.world import LabWorld, WorldConfig
 from storage import Store
 from storage.migrations import upgrade
@@ -53,7 +53,7 @@ class Run:
     attempts: list[Attempt] = field(default_factory=list)
     escalation: Escalation | None = None
     previewed: list[CandidatePlan] = field(default_factory=list)
-    verdict: Verdict | None = None
+    verdict: OracleVerdict | None = None
     alerts: list[Alert] = field(default_factory=list)  # what the scan raised
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lab.faults import Injection, Verdict, check_mitigation, fault
+from lab.faults import Injection, OracleVerdict, check_mitigation, fault
 from lab.sim.world import LabWorld, WorldConfig
 from tests.conftest import require_binary
 
@@ -69,10 +69,10 @@ class Lab:
             )
         return result.stdout
 
-    def check(self, injection: Injection) -> Verdict:
+    def check(self, injection: Injection) -> OracleVerdict:
         return check_mitigation(self.world, injection)
 
-    def settle(self, injection: Injection, *, within_s: float = 150.0) -> Verdict:
+    def settle(self, injection: Injection, *, within_s: float = 150.0) -> OracleVerdict:
         """Advance in 5-second steps until the oracle passes (or `within_s` runs out)."""
         waited = 0.0
         verdict = self.check(injection)
