@@ -7,7 +7,7 @@
 `IncidentOps.undo`), `listener` is the thin Bolt layer.
 """
 
-from bot.commands.context import CommandContext, SurfaceServices
+from bot.commands.context import CommandContext
 from bot.commands.listener import COMMAND, register_commands
 from bot.commands.parse import Command, Usage, Verb, parse_command
 from bot.commands.run import CommandRunner, Invocation, Reply
@@ -19,7 +19,6 @@ __all__ = [
     "CommandRunner",
     "Invocation",
     "Reply",
-    "SurfaceServices",
     "Usage",
     "Verb",
     "parse_command",

@@ -1,7 +1,4 @@
-"""What `/stratus`, the App Home and the digests need of the running bot.
-
-The bot core's `bot.services.Services` is the contract; these surfaces use a small part of it,
-named here as Protocols (`SurfaceServices`) so that they read and type-check on their own:
+"""What `/stratus` and the App Home need of the running bot (`bot.services.Services`):
 the agents' `brain` for reads, `incidents` for every action (an undo runs in the scope's lane,
 never in a listener's thread), `directory` for who a user is (their groups), `slack` for
 modals. `CommandContext` unpacks them once into named parts.
@@ -12,19 +9,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from agents.detection.detector import Detector
 from agents.detection.events import Detection
-from agents.incident.approvals import Person
 from agents.incident.machine import IncidentMachine
 from agents.model import Scope
 from agents.policy import Policy
 from agents.ports import Clock, MetricsSource
 from agents.severity import SeverityMeter
 from agents.wiring import Brain
-from bot.render.blocks import View
 from storage import Store
+
+if TYPE_CHECKING:
+    from bot.directory import Directory
+    from bot.operations import IncidentOps
+    from bot.services import Services
+    from bot.slack_io import SlackIO
 
 logger = logging.getLogger(__name__)
 
@@ -32,63 +33,15 @@ logger = logging.getLogger(__name__)
 DetectionHook = Callable[[Detection], None]
 
 
-class Operations(Protocol):
-    """The part of `bot.operations.IncidentOps` these surfaces use."""
-
-    def after_detection(self, detection: Detection) -> None:
-        """Announce what a detection opened and drive it (the hook of `/stratus declare`)."""
-        ...
-
-    def undo(
-        self,
-        *,
-        transaction_id: str,
-        user: str,
-        channel: str | None,
-        view_id: str | None,
-        confirm_drift: bool = False,
-    ) -> None:
-        """Undo in the scope's lane; the result replaces the modal `view_id`."""
-        ...
-
-
-class PersonDirectory(Protocol):
-    def person(self, user_id: str) -> Person: ...
-
-
-class Modals(Protocol):
-    def open_view(self, trigger_id: str, view: View) -> str:
-        """Returns the view id."""
-        ...
-
-    def update_view(self, view_id: str, view: View) -> None: ...
-
-
-class SurfaceServices(Protocol):
-    """What these surfaces read of `bot.services.Services`."""
-
-    @property
-    def brain(self) -> Brain: ...
-
-    @property
-    def incidents(self) -> Operations: ...
-
-    @property
-    def directory(self) -> PersonDirectory: ...
-
-    @property
-    def slack(self) -> Modals: ...
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandContext:
     brain: Brain
-    ops: Operations
-    people: PersonDirectory
-    modals: Modals
+    ops: IncidentOps
+    people: Directory
+    modals: SlackIO
 
     @classmethod
-    def of(cls, services: SurfaceServices) -> CommandContext:
+    def of(cls, services: Services) -> CommandContext:
         return cls(
             brain=services.brain,
             ops=services.incidents,

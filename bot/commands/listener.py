@@ -20,7 +20,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.commands.context import CommandContext, SurfaceServices
+from bot.commands.context import CommandContext
 from bot.commands.parse import Command, Help, Undo, Usage, parse_command
 from bot.commands.render import render_error
 from bot.commands.run import CommandRunner, Invocation, Reply, immediate
@@ -30,6 +30,7 @@ from bot.errors import user_message
 if TYPE_CHECKING:
     from bot.commands.context import DetectionHook
     from bot.digest.post import DigestPoster
+    from bot.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def _sentence(error: BaseException) -> str:
 
 def register_commands(
     app: App,
-    services: SurfaceServices,
+    services: Services,
     *,
     after_detection: DetectionHook | None = None,
     digest_poster: DigestPoster | None = None,

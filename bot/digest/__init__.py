@@ -11,7 +11,6 @@ from bot.digest.post import DigestPoster, PostedDigest, resolve_channel
 from bot.digest.render import digest_figures, digest_text, render_digest
 from bot.digest.schedule import (
     JOB_PREFIX,
-    DigestServices,
     job_id,
     register_digests,
     run_digest_job,
@@ -22,7 +21,6 @@ __all__ = [
     "JOB_PREFIX",
     "Digest",
     "DigestPoster",
-    "DigestServices",
     "NamespaceDigest",
     "PostedDigest",
     "compute_digest",

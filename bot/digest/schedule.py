@@ -18,16 +18,15 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
-from slack_sdk import WebClient
 
-from agents.ports import Clock
-from agents.wiring import Brain
-from bot.config import Settings
 from bot.digest.post import DigestPoster
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -126,31 +125,7 @@ def schedule_digests(
     return sorted(triggers)
 
 
-class _Slack(Protocol):
-    @property
-    def client(self) -> WebClient: ...
-
-
-class DigestServices(Protocol):
-    """What `register_digests` reads of `bot.services.Services`."""
-
-    @property
-    def brain(self) -> Brain: ...
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def slack(self) -> _Slack: ...
-
-    @property
-    def scheduler(self) -> BaseScheduler: ...
-
-
-def register_digests(services: DigestServices, gate: Callable[[], bool] = _always) -> list[str]:
+def register_digests(services: Services, gate: Callable[[], bool] = _always) -> list[str]:
     """Schedule `STRATUS_DIGEST_SCHEDULES` on the services' scheduler (call it in
     `Services.start`, between `scheduler.start(paused=True)` and `scheduler.resume()`)."""
     brain = services.brain

@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.commands.context import CommandContext, SurfaceServices
+from bot.commands.context import CommandContext
 from bot.home.content import home_content
 from bot.home.render import HomeAction, render_home
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +87,7 @@ class HomePublisher:
         self.publish_later(str((body.get("user") or {}).get("id", "")))
 
 
-def register_home(app: App, services: SurfaceServices) -> HomePublisher:
+def register_home(app: App, services: Services) -> HomePublisher:
     """Register the App Home on `app`; returns the publisher (to re-publish a Home)."""
     publisher = HomePublisher(CommandContext.of(services), app.client)
     app.event("app_home_opened")(publisher.on_opened)

@@ -5,7 +5,7 @@ the incident operations, which run it in a lane."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
 
@@ -14,7 +14,6 @@ from bot.errors import SlackCallFailed
 from bot.ids import ActionId
 from bot.listeners.errors import acked_first
 from bot.listeners.payloads import Click
-from bot.listeners.services import ListenerServices
 from bot.render import (
     PlanButton,
     parse_details_value,
@@ -23,10 +22,13 @@ from bot.render import (
     render_undo_checking,
 )
 
+if TYPE_CHECKING:
+    from bot.services import Services
+
 logger = logging.getLogger(__name__)
 
 
-def register_actions(app: App, services: ListenerServices) -> None:
+def register_actions(app: App, services: Services) -> None:
     ops = services.incidents
     slack = services.slack
 

@@ -4,16 +4,18 @@ the failure reporter; the person who clicked gets a mapped message, never a stac
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
 
 from bot.listeners.payloads import dig
-from bot.listeners.services import ListenerServices
 from bot.workers import Origin
 
+if TYPE_CHECKING:
+    from bot.services import Services
 
-def report(services: ListenerServices, error: Exception, body: dict[str, Any]) -> None:
+
+def report(services: Services, error: Exception, body: dict[str, Any]) -> None:
     """Log the error with its traceback and tell the person who acted, in one sentence."""
     channel = dig(body, "channel", "id") or dig(body, "container", "channel_id")
     user = dig(body, "user", "id") or body.get("user_id")
@@ -28,7 +30,7 @@ def report(services: ListenerServices, error: Exception, body: dict[str, Any]) -
     )
 
 
-def register_error_handler(app: App, services: ListenerServices) -> None:
+def register_error_handler(app: App, services: Services) -> None:
     def on_error(error: Exception, body: dict[str, Any]) -> None:
         report(services, error, body)
 
@@ -38,7 +40,7 @@ def register_error_handler(app: App, services: ListenerServices) -> None:
 Listener = Callable[[Ack, dict[str, Any]], None]
 
 
-def acked_first(services: ListenerServices, fn: Listener) -> Listener:
+def acked_first(services: Services, fn: Listener) -> Listener:
     """A listener that acks first, whose later errors are reported here instead of raised.
 
     slack_bolt's thread runner, when a listener raises after `ack()`, sets the request's ack

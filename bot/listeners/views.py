@@ -4,22 +4,24 @@ overwrite a later change (drift)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
 
 from bot.ids import BlockId, CallbackId, InputId
 from bot.listeners.errors import acked_first
 from bot.listeners.payloads import Submission
-from bot.listeners.services import ListenerServices
 from bot.render import RejectContext, render_undo_checking
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 logger = logging.getLogger(__name__)
 
 REASON_MIN = 3
 
 
-def register_views(app: App, services: ListenerServices) -> None:
+def register_views(app: App, services: Services) -> None:
     ops = services.incidents
 
     def reject_reason(ack: Ack, body: dict[str, Any]) -> None:
