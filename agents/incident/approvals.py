@@ -17,7 +17,7 @@ from enum import StrEnum
 
 from agents.incident.events import ApprovalRecorded, PlanRejected, Undone
 from agents.incident.machine import IncidentMachine
-from agents.model import IncidentState, PlanStatus, Risk, Scope, TransactionId
+from agents.model import Incident, IncidentState, PlanStatus, Risk, Scope, TransactionId
 from agents.planning.plan import Plan
 from agents.policy import NamespacePolicy
 from agents.tnr import UndoResult, UndoStatus
@@ -88,6 +88,9 @@ class Approvals:
         logger.info("refused %s: %s", person.user_id, reason)
         return Decision(verdict=Verdict.REFUSED, message=reason)
 
+    def _refuse_plan(self, person: Person, incident: Incident, plan: Plan, reason: str) -> Decision:
+        return self._refuse(person, incident.scope, incident.id, reason, plan=plan.id)
+
     def _authorized(self, policy: NamespacePolicy, risk: Risk, person: Person) -> bool:
         return person.matches(policy.approvers_for(risk))
 
@@ -104,42 +107,30 @@ class Approvals:
             plan.status is not PlanStatus.PROPOSED
             or incident.state is not IncidentState.AWAITING_APPROVAL
         ):
-            return self._refuse(
-                person,
-                incident.scope,
-                incident.id,
-                f"This plan is {plan.status}; it can no longer be approved.",
-                plan=plan.id,
+            return self._refuse_plan(
+                person, incident, plan, f"This plan is {plan.status}; it can no longer be approved."
             )
         if content_hash is not None and content_hash != plan.content_hash:
-            return self._refuse(
+            return self._refuse_plan(
                 person,
-                incident.scope,
-                incident.id,
+                incident,
+                plan,
                 "The plan changed since this message was posted; approve the current one.",
-                plan=plan.id,
             )
         if plan.expires_at is not None and now >= plan.expires_at:
-            return self._refuse(
-                person, incident.scope, incident.id, "This approval request expired.", plan=plan.id
-            )
+            return self._refuse_plan(person, incident, plan, "This approval request expired.")
         if not policy.may_act:
-            return self._refuse(
-                person,
-                incident.scope,
-                incident.id,
-                f"Namespace {incident.scope.namespace} is observe-only.",
-                plan=plan.id,
+            return self._refuse_plan(
+                person, incident, plan, f"Namespace {incident.scope.namespace} is observe-only."
             )
         if not self._authorized(policy, plan.risk, person):
             allowed = ", ".join(policy.approvers_for(plan.risk))
-            return self._refuse(
+            return self._refuse_plan(
                 person,
-                incident.scope,
-                incident.id,
+                incident,
+                plan,
                 f"You are not an approver for {plan.risk}-risk plans in "
                 f"{incident.scope.namespace} (approvers: {allowed}).",
-                plan=plan.id,
             )
         expires = plan.expires_at or now + timedelta(seconds=policy.approval_ttl_s)
         self._store.approvals.add(
@@ -225,20 +216,15 @@ class Approvals:
                 verdict=Verdict.ALREADY, message=f"This plan is already {plan.status}.", plan=plan
             )
         if content_hash is not None and content_hash != plan.content_hash:
-            return self._refuse(
+            return self._refuse_plan(
                 person,
-                incident.scope,
-                incident.id,
+                incident,
+                plan,
                 "The plan changed since this message was posted; reject the current one.",
-                plan=plan.id,
             )
         if not self._authorized(policy, plan.risk, person):
-            return self._refuse(
-                person,
-                incident.scope,
-                incident.id,
-                "Only approvers of this plan may reject it.",
-                plan=plan.id,
+            return self._refuse_plan(
+                person, incident, plan, "Only approvers of this plan may reject it."
             )
         now = self._clock.now()
         reason = reason.strip() or "no reason given"
