@@ -161,8 +161,6 @@ class Approvals:
                     incident=incident,
                     plan=plan,
                     user=person.user_id,
-                    approvals=count,
-                    needed=needed,
                 )
             )
             return Decision(
@@ -191,8 +189,6 @@ class Approvals:
                 incident=incident,
                 plan=plan,
                 user=person.user_id,
-                approvals=count,
-                needed=needed,
             )
         )
         return Decision(

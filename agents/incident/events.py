@@ -33,9 +33,6 @@ class Diagnosed:
 class PlanProposed:
     incident: Incident
     plan: Plan
-    alternatives: tuple[Plan, ...] = ()
-    needs_approval: bool = True
-    approvals_needed: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,8 +40,6 @@ class ApprovalRecorded:
     incident: Incident
     plan: Plan
     user: str
-    approvals: int
-    needed: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

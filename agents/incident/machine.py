@@ -534,20 +534,19 @@ class IncidentMachine:
         # A plan with a value only a reasoner named, a tie or a weak hypothesis waits for a
         # person at every autonomy level (DESIGN section 3 rules 9 and 10).
         if policy.runs_without_approval(plan.risk) and plan.runs_unattended:
-            self._run_unattended(incident, policy, proposal, plans, now=now)
+            self._run_unattended(incident, policy, proposal, plan, now=now)
             return
-        self._await_approval(incident, policy, proposal, plans)
+        self._await_approval(incident, proposal, plan)
 
     def _run_unattended(
         self,
         incident: Incident,
         policy: NamespacePolicy,
         proposal: Proposal,
-        plans: Sequence[Plan],
+        plan: Plan,
         *,
         now: datetime,
     ) -> None:
-        plan = plans[0]
         self.store.plans.set_status(
             plan.id,
             PlanStatus.APPROVED.value,
@@ -562,23 +561,14 @@ class IncidentMachine:
             data={"plan": plan.id, "refused": list(proposal.refused)},
         )
         if after is not None:
-            self.notifier.notify(
-                PlanProposed(
-                    incident=after,
-                    plan=plan,
-                    alternatives=tuple(plans[1:]),
-                    needs_approval=False,
-                )
-            )
+            self.notifier.notify(PlanProposed(incident=after, plan=plan))
 
     def _await_approval(
         self,
         incident: Incident,
-        policy: NamespacePolicy,
         proposal: Proposal,
-        plans: Sequence[Plan],
+        plan: Plan,
     ) -> None:
-        plan = plans[0]
         after = self.move(
             incident,
             S.AWAITING_APPROVAL,
@@ -591,14 +581,7 @@ class IncidentMachine:
             },
         )
         if after is not None:
-            self.notifier.notify(
-                PlanProposed(
-                    incident=after,
-                    plan=plan,
-                    alternatives=tuple(plans[1:]),
-                    approvals_needed=policy.approvals_needed(plan.risk),
-                )
-            )
+            self.notifier.notify(PlanProposed(incident=after, plan=plan))
 
     def _first_admissible(
         self, incident: Incident, candidates: Sequence[CandidatePlan]
