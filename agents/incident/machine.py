@@ -122,17 +122,22 @@ class Advance:
         return self.before is not self.after
 
 
+def named_plan(store: Store, incident_id: str, states: frozenset[str]) -> Plan | None:
+    """The plan the incident's last move into one of `states` named (`data["plan"]`)."""
+    for event in reversed(store.incidents.timeline(incident_id)):
+        if event.kind == "transition" and event.state in states:
+            wanted = (event.data or {}).get("plan")
+            return plan_from_record(store.plans.get(str(wanted))) if wanted else None
+    return None
+
+
 def current_plan(store: Store, incident_id: str) -> Plan | None:
     """The plan the incident is on: the one its last move into AWAITING_APPROVAL or
     EXECUTING named, while it is proposed, approved or executed. Not an earlier attempt's
     plan once that one was rejected, expired or superseded."""
     live = (PlanStatus.PROPOSED, PlanStatus.APPROVED, PlanStatus.EXECUTED)
-    for event in reversed(store.incidents.timeline(incident_id)):
-        if event.kind == "transition" and event.state in _PLAN_STATES:
-            wanted = (event.data or {}).get("plan")
-            plan = plan_from_record(store.plans.get(str(wanted))) if wanted else None
-            return plan if plan is not None and plan.status in live else None
-    return None
+    plan = named_plan(store, incident_id, _PLAN_STATES)
+    return plan if plan is not None and plan.status in live else None
 
 
 class IncidentMachine:
@@ -636,11 +641,7 @@ class IncidentMachine:
 
     def _named(self, incident: Incident, state: S) -> Plan | None:
         """The plan the incident's last transition into `state` named, if any."""
-        for event in reversed(self.store.incidents.timeline(incident.id)):
-            if event.kind == "transition" and event.state == state.value:
-                wanted = (event.data or {}).get("plan")
-                return self.plan(str(wanted)) if wanted else None
-        return None
+        return named_plan(self.store, incident.id, frozenset({state.value}))
 
     def decided(self, incident_id: str) -> bool:
         """Whether people decided on the plan an AWAITING_APPROVAL incident waits for, so

@@ -313,9 +313,7 @@ class Runner:
     def _check_boundaries(self) -> None:
         """`check_mu` where the bench measured a boundary itself (the naive agent's)."""
         for tx_id in self.state.boundary.keys() - self.state.checks.keys():
-            mu = self.check_mu()
-            if mu is not None:
-                self.state.checks[tx_id] = _Measured(mu=mu, at=self.clock.now())
+            self._record_check(tx_id)
 
     def _on_event(self, event: IncidentEvent) -> None:
         """`check_mu` the moment a validated transaction ends. One loop step can run a
@@ -326,8 +324,10 @@ class Runner:
         tx_id = event.outcome.transaction_id
         txs = self.session.brain.machine.transactions(event.incident.id)
         tx = next((t for t in txs if t.id == tx_id), None)
-        if tx is None or tx.mu_after is None or tx_id in self.state.checks:
-            return
+        if tx is not None and tx.mu_after is not None and tx_id not in self.state.checks:
+            self._record_check(tx_id)
+
+    def _record_check(self, tx_id: str) -> None:
         mu = self.check_mu()
         if mu is not None:
             self.state.checks[tx_id] = _Measured(mu=mu, at=self.clock.now())
