@@ -26,6 +26,7 @@ from agents.errors import StratusError
 from agents.kubeparse import quantity_bytes, quantity_millis
 from agents.model import (
     Change,
+    ChangeType,
     EventRecord,
     Incident,
     JsonObject,
@@ -50,7 +51,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KnownGood:
-    """An object's tracked state (spec, or ConfigMap data) before the change that broke it."""
+    """An object's tracked state (spec, or ConfigMap data) before the change that broke it;
+    empty when that change created the object."""
 
     body: JsonObject
     change: Change | None  # the change it came before (None: the diagnosis said so)
@@ -59,7 +61,13 @@ class KnownGood:
         if self.change is None:
             return "as the diagnosis recorded it"
         at = self.change.at.strftime("%H:%M:%SZ")
-        return f"before {self.change.manager} changed it at {at}"
+        verb = "created" if self.created else "changed"
+        return f"before {self.change.manager} {verb} it at {at}"
+
+    @property
+    def created(self) -> bool:
+        """The breaking change created the object."""
+        return self.change is not None and self.change.change_type is ChangeType.ADDED
 
 
 def selector_text(labels: dict[str, str]) -> str:
@@ -294,6 +302,10 @@ class Context:
             lambda: journal.last_known_good(self.scope, kind, name, anchor),
             None,
         )
+        if body is None and change.change_type is ChangeType.ADDED:
+            # The journal saw the object created (a baseline is never a breaking change):
+            # its state before is "not there", not unknown.
+            return KnownGood(body={}, change=change)
         return KnownGood(body=body, change=change) if body is not None else None
 
     def recorded_values(self, kind: str, name: str, path: str) -> set[str]:

@@ -1,9 +1,11 @@
 """Objects around the workloads: a ResourceQuota that refuses pods, a node nobody may use.
 
 The quota fix is a merge patch of `spec.hard`: back to the last known good when the journal
-has one (it does not watch quotas by default), else the refused resource raised to what is
-used plus what the blocked workload still needs, read from the quota's status and the
-FailedCreate events ("requested: pods=1, used: pods=14, limited: pods=14").
+has one, else the refused resource raised to what is used plus what the blocked workload still
+needs, read from the quota's status and the FailedCreate events ("requested: pods=1, used:
+pods=14, limited: pods=14"). A quota the journal saw created has "no limits" as its last known
+good: the patch lifts the limits it brought (the object stays, empty, for its owner to decide
+on; Undo puts them back). Raising them instead would leave a limit nobody chose.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
     live = _hard(quota)
 
     def from_journal(body: JsonObject) -> Any:
+        if not body:
+            return {}  # before its creation: no limits at all
         hard = (body.get("spec") or {}).get("hard")
         return {str(k): str(v) for k, v in hard.items()} if isinstance(hard, dict) else UNKNOWN
 
@@ -58,8 +62,7 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
             Draft(
                 tier=Tier.RESTORE,
                 actions=(_patch(quota, patch, "restore the quota's last known good limits"),),
-                rationale=f"{subject.statement()}. Its limits were {short(known.value)} "
-                f"according to {known.source}; this puts them back.",
+                rationale=_restore_rationale(subject, known.value, live, known.source),
                 grounding=known.grounding,
             )
         )
@@ -76,6 +79,21 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
                 )
             )
     return Options(drafts=tuple(drafts))
+
+
+def _restore_rationale(
+    subject: Subject, value: dict[str, str], live: dict[str, str], source: str
+) -> str:
+    if not value:
+        lifted = ", ".join(sorted(live))
+        return (
+            f"{subject.statement()}. The quota did not exist according to {source}; this "
+            f"lifts the limits it brought ({lifted})."
+        )
+    return (
+        f"{subject.statement()}. Its limits were {short(value)} according to {source}; "
+        "this puts them back."
+    )
 
 
 def _patch(quota: KubeObject, hard: dict[str, Any], reason: str) -> MergePatch:

@@ -76,6 +76,7 @@ class Entry:
     diff: dict[str, tuple[Any, Any]]
     state: JsonObject
     baseline: bool = False
+    created: bool = False
 
 
 class Journal:
@@ -96,13 +97,16 @@ class Journal:
         state: JsonObject,
         *,
         baseline: bool = False,
+        created: bool = False,
     ) -> None:
         # Stored redacted, as agents.journal stores them.
         redacted = {
             path: (redact_at_path(path, a), redact_at_path(path, b))
             for path, (a, b) in diff.items()
         }
-        self.entries.append(Entry(at, kind, name, manager, redacted, redact_value(state), baseline))
+        self.entries.append(
+            Entry(at, kind, name, manager, redacted, redact_value(state), baseline, created)
+        )
         self.entries.sort(key=lambda e: e.at)  # stable: recording order breaks ties
 
     def changes(
@@ -116,7 +120,7 @@ class Journal:
                 kind=e.kind,
                 name=e.name,
                 manager=e.manager,
-                change_type=ChangeType.MODIFIED,
+                change_type=ChangeType.ADDED if e.created else ChangeType.MODIFIED,
                 diff=dict(e.diff),
             )
             for e in self.entries
