@@ -231,9 +231,16 @@ class ChangeJournal:
         if event_type not in (ChangeType.ADDED.value, ChangeType.MODIFIED.value):
             return None
         key = (namespace, kind.kind, obj.name)
+        seen = self._seen.get(key)
+        if (
+            seen is not None
+            and obj.resource_version
+            and seen.resource_version == obj.resource_version
+        ):
+            return None  # the very state last seen (a relist or a replay): nothing to compare
         current = kind.tracked(obj.body)
         managed = obj.metadata.get("managedFields")
-        previous = self._seen.get(key) or self._stored(*key)
+        previous = seen or self._stored(*key)
         now = self._clock.now()
         if previous is None:
             return self._first_sight(key, obj, current, managed, now=now)
