@@ -47,6 +47,8 @@ class Brain:
     machine: IncidentMachine
     approvals: Approvals
     namespaces: tuple[str, ...]
+    clock: Clock
+    metrics: MetricsSource | None  # what the diagnosis and the scan read (None: no Prometheus)
     cluster: str = ""  # the cluster's name: incidents of other clusters share the store
 
 
@@ -165,5 +167,7 @@ def build_brain(
         machine=machine,
         approvals=Approvals(machine),
         namespaces=tuple(namespaces),
+        clock=clock,
+        metrics=metrics,
         cluster=reader.cluster_name,
     )

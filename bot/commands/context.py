@@ -11,15 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.detection.detector import Detector
 from agents.detection.events import Detection
-from agents.incident.machine import IncidentMachine
 from agents.model import Scope
-from agents.policy import Policy
-from agents.ports import Clock, MetricsSource
-from agents.severity import SeverityMeter
 from agents.wiring import Brain
-from storage import Store
 
 if TYPE_CHECKING:
     from bot.directory import Directory
@@ -50,41 +44,9 @@ class CommandContext:
         )
 
     @property
-    def store(self) -> Store:
-        return self.brain.store
-
-    @property
-    def machine(self) -> IncidentMachine:
-        return self.brain.machine
-
-    @property
-    def policy(self) -> Policy:
-        return self.brain.policy
-
-    @property
-    def detector(self) -> Detector:
-        return self.brain.detector
-
-    @property
-    def meter(self) -> SeverityMeter:
-        return self.brain.meter
-
-    @property
-    def clock(self) -> Clock:
-        return self.brain.machine.clock
-
-    @property
-    def metrics(self) -> MetricsSource | None:
-        return self.brain.diagnoser.metrics
-
-    @property
-    def cluster(self) -> str:
-        return self.brain.journal.cluster
-
-    @property
     def namespaces(self) -> tuple[str, ...]:
         """The namespaces Stratus covers: the configured ones, else the policy's."""
-        return self.brain.namespaces or self.policy.covered_namespaces
+        return self.brain.namespaces or self.brain.policy.covered_namespaces
 
     def scope(self, namespace: str) -> Scope:
-        return Scope(cluster=self.cluster, namespace=namespace)
+        return Scope(cluster=self.brain.cluster, namespace=namespace)

@@ -174,10 +174,10 @@ def register_commands(
     ctx = CommandContext.of(services)
     poster = digest_poster or DigestPoster(
         client=app.client,
-        store=ctx.store,
-        cluster=ctx.cluster,
+        store=ctx.brain.store,
+        cluster=ctx.brain.cluster,
         namespaces=ctx.namespaces,
-        clock=ctx.clock,
+        clock=ctx.brain.clock,
     )
     runner = CommandRunner(
         ctx,

@@ -71,41 +71,45 @@ def open_incidents(
 ) -> list[Incident]:
     """Open incidents of `cluster` (default: the one this bot serves; deployments for other
     clusters share the database, so theirs can be listed too)."""
-    rows = ctx.store.incidents.list_open(cluster=cluster or ctx.cluster, namespace=namespace)
+    rows = ctx.brain.store.incidents.list_open(
+        cluster=cluster or ctx.brain.cluster, namespace=namespace
+    )
     return [incident_from_record(r) for r in rows]
 
 
 def incident_cards(ctx: CommandContext, incidents: Sequence[Incident]) -> list[IncidentCard]:
-    return [IncidentCard(incident=i, diagnosis=ctx.machine.diagnosis(i.id)) for i in incidents]
+    return [
+        IncidentCard(incident=i, diagnosis=ctx.brain.machine.diagnosis(i.id)) for i in incidents
+    ]
 
 
 def recently_closed(
     ctx: CommandContext, limit: int = 5, *, cluster: str | None = None
 ) -> list[Incident]:
-    rows = ctx.store.incidents.list_closed(limit=limit, cluster=cluster or ctx.cluster)
+    rows = ctx.brain.store.incidents.list_closed(limit=limit, cluster=cluster or ctx.brain.cluster)
     return [incident_from_record(r) for r in rows]
 
 
 def pending_approvals(ctx: CommandContext, namespace: str | None = None) -> list[PendingApproval]:
     """Current plans of incidents in AWAITING_APPROVAL that have not expired, oldest first."""
-    now = ctx.clock.now()
+    now = ctx.brain.clock.now()
     out: list[PendingApproval] = []
-    for row in ctx.store.plans.list_by_status(PlanStatus.PROPOSED.value):
+    for row in ctx.brain.store.plans.list_by_status(PlanStatus.PROPOSED.value):
         plan = plan_from_record(row)
         if plan.expires_at is not None and plan.expires_at <= now:
             continue
-        incident = ctx.machine.incident(plan.incident_id)
+        incident = ctx.brain.machine.incident(plan.incident_id)
         if incident.state is not IncidentState.AWAITING_APPROVAL:
             continue
-        if incident.scope.cluster != ctx.cluster:
+        if incident.scope.cluster != ctx.brain.cluster:
             continue
         if namespace is not None and incident.scope.namespace != namespace:
             continue
-        current = ctx.machine.current_plan(incident.id)
+        current = ctx.brain.machine.current_plan(incident.id)
         if current is None or current.id != plan.id:
             continue
-        policy = ctx.policy.for_namespace(incident.scope.namespace)
-        approved = ctx.store.approvals.list_valid(plan.id, plan.content_hash, now)
+        policy = ctx.brain.policy.for_namespace(incident.scope.namespace)
+        approved = ctx.brain.store.approvals.list_valid(plan.id, plan.content_hash, now)
         out.append(
             PendingApproval(
                 incident=incident,
@@ -125,8 +129,8 @@ def waiting_for(person: Person, pending: Sequence[PendingApproval]) -> list[Pend
 def namespace_health(ctx: CommandContext, namespace: str) -> NamespaceHealth:
     return NamespaceHealth(
         namespace=namespace,
-        autonomy=ctx.policy.for_namespace(namespace).autonomy,
-        severity=ctx.meter.measure(ctx.scope(namespace)),
+        autonomy=ctx.brain.policy.for_namespace(namespace).autonomy,
+        severity=ctx.brain.meter.measure(ctx.scope(namespace)),
         open_incidents=tuple(open_incidents(ctx, namespace)),
         pending=tuple(pending_approvals(ctx, namespace)),
     )
@@ -135,11 +139,13 @@ def namespace_health(ctx: CommandContext, namespace: str) -> NamespaceHealth:
 def recent_transactions(ctx: CommandContext, limit: int = 5) -> list[TransactionRecord]:
     """Committed transactions (the ones Undo applies to) of the covered namespaces, newest
     first."""
-    ledger = ctx.machine.engine.ledger
+    ledger = ctx.brain.machine.engine.ledger
     found: list[TransactionRecord] = []
     for namespace in ctx.namespaces:
         # Newest first: the `limit` newest of each namespace are enough for the newest overall.
-        rows = ctx.store.transactions.list_committed_for_scope(ctx.cluster, namespace)[:limit]
+        rows = ctx.brain.store.transactions.list_committed_for_scope(ctx.brain.cluster, namespace)[
+            :limit
+        ]
         found.extend(ledger.transaction(TransactionId(row.id)) for row in rows)
     found.sort(key=lambda t: (t.started_at, t.id), reverse=True)
     return [t for t in found if t.status is TransactionStatus.COMMITTED][:limit]
@@ -147,14 +153,14 @@ def recent_transactions(ctx: CommandContext, limit: int = 5) -> list[Transaction
 
 def transaction(ctx: CommandContext, transaction_id: str) -> TransactionRecord:
     """Raises `storage.NotFound`."""
-    return ctx.machine.engine.ledger.transaction(TransactionId(transaction_id))
+    return ctx.brain.machine.engine.ledger.transaction(TransactionId(transaction_id))
 
 
 def channel_namespace(ctx: CommandContext, channel_id: str, channel_name: str) -> str | None:
     """The namespace a channel is about: that of an open incident whose messages live in it,
     else a covered namespace its name contains (`#hotel-reservation-oncall`), else None."""
     for incident in open_incidents(ctx):
-        messages = ctx.store.slack_messages.find(incident_id=incident.id)
+        messages = ctx.brain.store.slack_messages.find(incident_id=incident.id)
         if any(m.channel in (channel_id, channel_name) for m in messages):
             return incident.scope.namespace
     named = [
@@ -175,5 +181,5 @@ def timeline(ctx: CommandContext, incident_id: str) -> list[TimelineEvent]:
             message=r.message,
             data=dict(r.data),
         )
-        for r in ctx.store.incidents.timeline(incident_id)
+        for r in ctx.brain.store.incidents.timeline(incident_id)
     ]

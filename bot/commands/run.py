@@ -167,11 +167,11 @@ class CommandRunner:
 
     def _status(self, command: Status) -> Reply:
         ctx = self._ctx
-        if command.cluster not in (None, ctx.cluster) and command.namespace is not None:
+        if command.cluster not in (None, ctx.brain.cluster) and command.namespace is not None:
             cluster = command.cluster
             found = reads.open_incidents(ctx, command.namespace, cluster=cluster)
             cards = reads.incident_cards(ctx, found)
-            return _reply(render_elsewhere(cluster, command.namespace, ctx.cluster, cards))
+            return _reply(render_elsewhere(cluster, command.namespace, ctx.brain.cluster, cards))
         if command.namespace is not None:
             refused = self._uncovered(command.namespace)
             if refused is not None:
@@ -182,14 +182,14 @@ class CommandRunner:
         return _reply(render_status([reads.namespace_health(self._ctx, ns) for ns in names]))
 
     def _incidents(self, cluster: str | None) -> Reply:
-        cluster = cluster or self._ctx.cluster
+        cluster = cluster or self._ctx.brain.cluster
         found = reads.open_incidents(self._ctx, cluster=cluster)
         cards = reads.incident_cards(self._ctx, found)
         closed = reads.recently_closed(self._ctx, cluster=cluster)
         return _reply(render_incidents(cards, closed, cluster=cluster))
 
     def _incident(self, incident_id: str) -> Reply:
-        machine = self._ctx.machine
+        machine = self._ctx.brain.machine
         incident = machine.incident(incident_id)
         plans = machine.plans(incident.id)
         message = render_incident(
@@ -202,7 +202,7 @@ class CommandRunner:
         return _reply(message)
 
     def _policy(self, command: ShowPolicy, invocation: Invocation) -> Reply:
-        policy = self._ctx.policy
+        policy = self._ctx.brain.policy
         namespace = command.namespace
         if namespace is None and not command.all:
             namespace = reads.channel_namespace(
@@ -225,7 +225,7 @@ class CommandRunner:
         refused = self._uncovered(namespace)
         if refused is not None:
             return refused
-        now = self._ctx.clock.now()
+        now = self._ctx.brain.clock.now()
         alert = Alert(
             fingerprint=f"declared-{uuid.uuid4().hex[:16]}",
             name="DeclaredIncident",
@@ -240,14 +240,14 @@ class CommandRunner:
             starts_at=now,
             source="declared",
         )
-        detection = self._ctx.detector.ingest([alert])
+        detection = self._ctx.brain.detector.ingest([alert])
         self._after_detection(detection)
         [disposition] = [d for d in detection.dispositions if d.fingerprint == alert.fingerprint]
         if disposition.incident_id is None:
             return _reply(
                 render_error(f"Recorded, but it opened nothing ({disposition.disposition}).")
             )
-        incident = self._ctx.machine.incident(disposition.incident_id)
+        incident = self._ctx.brain.machine.incident(disposition.incident_id)
         joined = incident.id not in {i.id for i in detection.opened}
         declared = render_declared(incident, joined=joined, user=invocation.user_id)
         return _reply(declared, in_channel=True)
@@ -270,11 +270,11 @@ class CommandRunner:
         """Diagnose the namespace as it is now, without opening an incident: the diagnoser is
         read-only, and the incident it is given exists only for this call."""
         ctx = self._ctx
-        now = ctx.clock.now()
+        now = ctx.brain.clock.now()
         firing: list[Alert] = []
-        if ctx.metrics is not None:
+        if ctx.brain.metrics is not None:
             try:
-                firing = list(ctx.metrics.firing_alerts(namespace))
+                firing = list(ctx.brain.metrics.firing_alerts(namespace))
             except MetricsError as e:
                 logger.warning("on-demand diagnosis of %s without alerts: %s", namespace, e)
         if service is not None:
@@ -308,10 +308,10 @@ class CommandRunner:
         return ctx.brain.diagnoser.diagnose(incident, firing)
 
     def _chart(self, namespace: str, diagnosis: Diagnosis, service: str | None) -> Chart | None:
-        metrics = self._ctx.metrics
+        metrics = self._ctx.brain.metrics
         if metrics is None:
             return None
-        end = self._ctx.clock.now()
+        end = self._ctx.brain.clock.now()
         services = list(
             dict.fromkeys([diagnosis.root_cause_service, *([service] if service else [])])
         )

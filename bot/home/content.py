@@ -34,7 +34,7 @@ def home_content(ctx: CommandContext, viewer: Person, *, notice: str = "") -> Ho
     waiting = reads.waiting_for(viewer, reads.pending_approvals(ctx))
     return HomeContent(
         viewer=viewer,
-        at=ctx.clock.now(),
+        at=ctx.brain.clock.now(),
         incidents=tuple(reads.incident_cards(ctx, incidents[:INCIDENTS_SHOWN])),
         more_incidents=max(0, len(incidents) - INCIDENTS_SHOWN),
         waiting=tuple(waiting[:APPROVALS_SHOWN]),
