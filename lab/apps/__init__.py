@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from agents.model import JsonObject
-from lab.sim.model import AppModel, load_model
+from lab.sim.model import SAFE_LOADER, AppModel, load_model
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def app_dir(name: str) -> Path:
 def parse_manifests(text: str, *, source: str = "<manifests>") -> list[JsonObject]:
     """Multi-document YAML → object dicts, each checked for apiVersion, kind and name."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=SAFE_LOADER) if d is not None]
     except yaml.YAMLError as e:
         raise ManifestError(f"{source}: not valid YAML: {e}") from e
     out: list[JsonObject] = []
