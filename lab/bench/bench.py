@@ -3,14 +3,18 @@ into one `BenchReport`.
 
 Each run is independent (its own stepped world, seed, SQLite file, brain), so running them in
 parallel changes nothing but the wall time; results are put back in suite order before they are
-summarised. A run that cannot be scored because the scenario is wrong is a scenario error (the
-CLI exits non-zero); a run that crashed is scored as a failure and its traceback logged.
+summarised. A worker process warms each app's world up once and forks every run from it
+(`run_forked`): the warm-up's state depends on the app, the seed and the signals only. A run
+that cannot be scored because the scenario is wrong is a scenario error (the CLI exits
+non-zero); a run that crashed is scored as a failure and its traceback logged.
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import pickle
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -26,9 +30,10 @@ from lab.bench.facts import RunFacts
 from lab.bench.results import BenchReport, RunResult
 from lab.bench.runner import Runner
 from lab.bench.score import check_truth, errored, score_run
-from lab.bench.session import BenchConfig, Session
+from lab.bench.session import BenchConfig, Session, warmed_world
 from lab.bench.suite import LoadedScenario, Suite
 from lab.bench.summary import summarize
+from lab.sim.world import LabWorld
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +48,10 @@ def run_one(
     *,
     model: LanguageModel | None = None,
     workdir: Path | None = None,
+    world: LabWorld | None = None,
 ) -> RunResult:
-    """One scenario for one agent on a fresh lab; never raises for a failing run."""
+    """One scenario for one agent on a fresh lab (`world`: a warmed-up one this run may use
+    up); never raises for a failing run."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="stratus-bench-") as tmp:
         where = workdir or Path(tmp)
@@ -56,6 +63,7 @@ def run_one(
                 workdir=where,
                 model=model,
                 scenario=loaded.scenario.id,
+                world=world,
             ) as session:
                 facts = Runner(session, loaded, config).run()
             check_truth(loaded, facts)
@@ -76,6 +84,59 @@ def run_one(
                 kind="crash",
                 wall_s=time.monotonic() - started,
             )
+
+
+#: A worker process's warmed-up worlds, by what decides their state (`warmed_world`).
+_WARM: dict[tuple[str, int, str, float, float], LabWorld] = {}
+
+
+def run_forked(loaded: LoadedScenario, agent: AgentSpec, config: BenchConfig) -> RunResult:
+    """`run_one` in a process forked from this worker's warmed-up world of the app: the warm-up
+    (a fifth of a run) is done once per app and worker instead of once per run, and the run
+    starts from the very state a fresh warm-up reaches (the warm-up depends on the app, the
+    seed and the signals only; a forked child owns a copy and nothing flows back). Only in a
+    worker process, which has no other thread to lose at the fork."""
+    started = time.monotonic()
+    app = loaded.scenario.app
+    key = (app, config.seed, config.signals, config.warmup_s, config.warmup_tick_s)
+    try:
+        world = _WARM.get(key) or _WARM.setdefault(key, warmed_world(app, config))
+    except Exception as e:  # the worker's boundary: score the run as a crash
+        logger.exception("warm-up of %s failed", app)
+        return errored(
+            loaded,
+            agent.name,
+            error=f"warm-up: {e}",
+            kind="crash",
+            wall_s=time.monotonic() - started,
+        )
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run on its copy, hand the result back, leave at once
+        os.close(read)
+        code = 1
+        try:
+            ran = run_one(loaded, agent, config, world=world)
+            with os.fdopen(write, "wb") as out:
+                out.write(pickle.dumps(ran))
+            code = 0
+        finally:
+            logging.shutdown()
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        data = source.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return errored(
+            loaded,
+            agent.name,
+            error=f"the run's process ended without a result (wait status {status})",
+            kind="crash",
+            wall_s=time.monotonic() - started,
+        )
+    result: RunResult = pickle.loads(data)  # noqa: S301 (our own child, through a pipe)
+    return result
 
 
 def _without_agent(
@@ -127,10 +188,13 @@ def run_bench(
         for loaded, agent in pairs:
             finished(run_one(loaded, agent, config, model=model))
     else:
+        # Spawned workers start with one thread, so each can fork its runs from a warmed-up
+        # world (`run_forked`); where there is no fork, each run warms up its own.
         context = multiprocessing.get_context("spawn")
+        run = run_forked if hasattr(os, "fork") else run_one
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures: list[Future[RunResult]] = [
-                pool.submit(run_one, loaded, agent, config) for loaded, agent in pairs
+                pool.submit(run, loaded, agent, config) for loaded, agent in pairs
             ]
             for future in as_completed(futures):
                 finished(future.result())

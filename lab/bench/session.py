@@ -93,6 +93,21 @@ def _chaos(world: LabWorld, alerts: LabAlerts, kubeconfig: Path) -> Chaos:
     return Chaos(proxy, SwitchableMetrics(alerts.metrics))
 
 
+def warmed_world(app: str, config: BenchConfig) -> LabWorld:
+    """`app` started on a stepped lab, healthy, and past the warm-up: the same state for
+    every run of a bench (it depends on the app, the seed and the signals only). Not served."""
+    world = LabWorld(
+        WorldConfig(apps=(app,), seed=config.seed, stepped=True, signals=config.signals)
+    ).start()
+    try:
+        world.wait_healthy()
+        world.clock.advance(config.warmup_s, tick_s=config.warmup_tick_s)
+    except BaseException:
+        world.stop()
+        raise
+    return world
+
+
 class HookedNotifier(RecordingNotifier):
     """Keeps every event, and hands each to the listeners as it happens: the runner measures
     μ the moment a transaction ends, inside the loop step that ran it."""
@@ -144,26 +159,19 @@ class Session:
         workdir: Path,
         model: LanguageModel | None = None,
         scenario: str = "",
+        world: LabWorld | None = None,
     ) -> Session:
+        """A session on `world` (from `warmed_world`, unserved, used by this session only),
+        else on a world warmed up here."""
         workdir.mkdir(parents=True, exist_ok=True)
         kubeconfig = workdir / "kubeconfig"
-        world = LabWorld(
-            WorldConfig(
-                apps=(app,),
-                seed=config.seed,
-                stepped=True,
-                serve_api=True,
-                kubeconfig=kubeconfig,
-                signals=config.signals,
-            )
-        ).start()
+        world = world or warmed_world(app, config)
         cluster: KubernetesCluster | None = None
         store: Store | None = None
         fallible: FalliblePlanner | None = None
         chaos: Chaos | None = None
         try:
-            world.wait_healthy()
-            world.clock.advance(config.warmup_s, tick_s=config.warmup_tick_s)
+            world.serve(kubeconfig)
             alerts = attach_alerts(world)
             metrics: MetricsSource = alerts.metrics
             deadline = None

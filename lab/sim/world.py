@@ -151,10 +151,7 @@ class LabWorld:
         for bundle in self.bundles:
             self.cluster.apply_manifests(list(bundle.manifests), field_manager="lab")
         if self.config.serve_api:
-            self.api_url = self.cluster.serve()
-            if self.config.kubeconfig is not None:
-                self.cluster.write_kubeconfig(self.config.kubeconfig)
-                self.kubeconfig_path = self.config.kubeconfig
+            self.serve(self.config.kubeconfig)
         if self.config.serve_metrics:
             self._exporter = MetricsExporter(self.sim.store, signals=self.config.signals)
             self.metrics_url = self._exporter.start()
@@ -168,6 +165,17 @@ class LabWorld:
             self._ticker.start()
         logger.info("lab world started: apps=%s seed=%s", self.namespaces, self.config.seed)
         return self
+
+    def serve(self, kubeconfig: Path | None = None) -> str:
+        """Serve the API over HTTP (and write a kubeconfig naming it); `start` does it when
+        the config says so. Callable later on a started world: the bench warms a world up
+        unserved and serves it in each process forked from it (threads do not survive a
+        fork). Serving changes nothing in the cluster."""
+        self.api_url = self.cluster.serve()
+        if kubeconfig is not None:
+            self.cluster.write_kubeconfig(kubeconfig)
+            self.kubeconfig_path = kubeconfig
+        return self.api_url
 
     def _tick_forever(self) -> None:
         while not self._stopping.is_set():
