@@ -4,8 +4,8 @@ The quota fix is a merge patch of `spec.hard`: back to the last known good when 
 has one, else the refused resource raised to what is used plus what the blocked workload still
 needs, read from the quota's status and the FailedCreate events ("requested: pods=1, used:
 pods=14, limited: pods=14"). A quota the journal saw created has "no limits" as its last known
-good: the patch lifts the limits it brought (the object stays, empty, for its owner to decide
-on; Undo puts them back). Raising them instead would leave a limit nobody chose.
+good: the patch lifts the limit that refuses the pods (the object and its other limits stay,
+for its owner to decide on; Undo puts it back). Raising it instead leaves a limit nobody chose.
 """
 
 from __future__ import annotations
@@ -57,12 +57,15 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
     drafts: list[Draft] = []
     known = was(ctx, suspect, from_journal, from_text=from_text)
     if known is not None and known.value != live:
-        patch = {k: known.value.get(k) for k in sorted(set(live) | set(known.value))}
+        keys = sorted(set(live) | set(known.value))
+        if not known.value and field.key in live:
+            keys = [field.key]  # a quota created whole: lift only the limit that refuses pods
+        patch = {k: known.value.get(k) for k in keys}
         drafts.append(
             Draft(
                 tier=Tier.RESTORE,
                 actions=(_patch(quota, patch, "restore the quota's last known good limits"),),
-                rationale=_restore_rationale(subject, known.value, live, known.source),
+                rationale=_restore_rationale(subject, known.value, sorted(patch), known.source),
                 grounding=known.grounding,
             )
         )
@@ -82,13 +85,12 @@ def quota_options(ctx: Context, subject: Subject) -> Options:
 
 
 def _restore_rationale(
-    subject: Subject, value: dict[str, str], live: dict[str, str], source: str
+    subject: Subject, value: dict[str, str], keys: list[str], source: str
 ) -> str:
     if not value:
-        lifted = ", ".join(sorted(live))
         return (
             f"{subject.statement()}. The quota did not exist according to {source}; this "
-            f"lifts the limits it brought ({lifted})."
+            f"lifts the limit it brought on {', '.join(keys)} (its other limits stay)."
         )
     return (
         f"{subject.statement()}. Its limits were {short(value)} according to {source}; "

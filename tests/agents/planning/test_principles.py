@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -463,25 +464,33 @@ def test_a_quota_is_put_back_when_the_journal_knows_it() -> None:
 def test_a_quota_the_journal_saw_created_is_lifted_not_raised() -> None:
     """Before its creation the namespace had no pod limit: that is the last known good, and
     a raised limit would be one nobody chose (collateral drift in the bench)."""
-    scene = Scene.of(hotel(), lambda w: faults.quota(w, "reservation"))
+
+    def created_whole(w: World) -> None:
+        faults.quota(w, "reservation")
+        q = w.quotas[0]
+        w.quotas[0] = replace(q, hard={**q.hard, "requests.cpu": "8"})
+
+    scene = Scene.of(hotel(), created_whole)
     scene.journal.record(
         NOW.replace(hour=9, minute=55),
         "ResourceQuota",
         "compute",
         "kubectl-create",
-        {"spec.hard.pods": (None, "14")},
-        {"spec": {"hard": {"pods": "14"}}},
+        {"spec.hard.pods": (None, "14"), "spec.hard.requests.cpu": (None, "8")},
+        {"spec": {"hard": {"pods": "14", "requests.cpu": "8"}}},
         created=True,
     )
     _, proposal = propose(scene, "reservation", "KubeDeploymentReplicasMismatch")
     plan = first(proposal)
     (action,) = plan.actions
     assert isinstance(action, MergePatch)
+    # Only the limit that refuses the pods: the CPU limit nobody has seen trouble with stays.
     assert action.patch == {"spec": {"hard": {"pods": None}}}
     assert "did not exist" in plan.rationale and "kubectl-create created it" in plan.rationale
     # The raise stays as the next option, for a person who wants the quota kept.
-    raised = [c for c in proposal.candidates if c.actions[0] != action]
-    assert raised and raised[0].actions[0].patch == {"spec": {"hard": {"pods": "15"}}}
+    raised = [c.actions[0] for c in proposal.candidates if c.actions[0] != action]
+    assert raised and isinstance(raised[0], MergePatch)
+    assert raised[0].patch == {"spec": {"hard": {"pods": "15"}}}
 
 
 def test_pods_killed_without_a_spec_change_are_deleted_then_restarted() -> None:
