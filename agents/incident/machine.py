@@ -64,8 +64,8 @@ from agents.planning.plan import Attempt, CandidatePlan, Escalation, Plan, Plann
 from agents.policy import NamespacePolicy, Policy
 from agents.ports import Clock
 from agents.tnr import (
+    OpenTransaction,
     Progress,
-    Step,
     TransactionEngine,
     TransactionRequest,
     Undoer,
@@ -701,15 +701,35 @@ class IncidentMachine:
             incident_id=incident.id,
             plan_id=plan.id,
         )
-        outcome = self.engine.run(request, on_progress=self._progress(incident.id, plan))
-        if outcome.kind is OutcomeKind.NOT_STARTED:
-            self._not_started(incident, plan, outcome)
+        begun = self.engine.begin(request, on_progress=self._progress(incident.id, plan))
+        if isinstance(begun, Outcome):
+            if begun.kind is OutcomeKind.NOT_STARTED:
+                self._not_started(incident, plan, begun)
+            else:
+                self._refused(incident, plan, begun)
             return
-        if outcome.kind is OutcomeKind.REFUSED:
-            self._refused(incident, plan, outcome)
-            return
+        with begun:
+            outcome = self._transact(incident, begun)
         tx = self._ledger.transaction(outcome.transaction_id)
         self._finished(self.incident(incident.id), plan, tx)
+
+    def _transact(self, incident: Incident, tx: OpenTransaction) -> Outcome:
+        """The transaction's phases, each from the state that names it: the writes in
+        EXECUTING, the measurement in VALIDATING, the rollback in ABORTING."""
+        failed = tx.apply()
+        mu_after: float | None = None
+        if failed is None:
+            if tx.validates:
+                incident = self.move(incident, S.VALIDATING, "All writes done; validating") or (
+                    incident
+                )
+            checked = tx.validate()
+            if checked.commit:
+                return tx.commit(checked)
+            failed, mu_after = checked.reason, checked.mu_after
+        if tx.rolls_back:
+            self.move(incident, S.ABORTING, f"Rolling back: {failed}")
+        return tx.abort(failed, mu_after=mu_after)
 
     def _claimed(self, incident: Incident, plan: Plan) -> bool:
         """Whether this worker may open the plan's transaction."""
@@ -774,16 +794,14 @@ class IncidentMachine:
         return max(incident.mu0, found)
 
     def _progress(self, incident_id: str, plan: Plan) -> Callable[[Progress], None]:
+        """The engine's steps, for the in-place progress message only: the machine moves the
+        incident between phases itself (`_transact`)."""
+
         def on_progress(progress: Progress) -> None:
-            incident = self.incident(incident_id)
-            if progress.step is Step.SETTLE and incident.state is S.EXECUTING:
-                incident = (
-                    self.move(incident, S.VALIDATING, "All writes done; validating") or incident
-                )
-            elif progress.step is Step.ABORTING and incident.state in (S.EXECUTING, S.VALIDATING):
-                incident = self.move(incident, S.ABORTING, progress.message) or incident
             self.notifier.notify(
-                TransactionProgress(incident=incident, plan=plan, progress=progress)
+                TransactionProgress(
+                    incident=self.incident(incident_id), plan=plan, progress=progress
+                )
             )
 
         return on_progress

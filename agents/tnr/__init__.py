@@ -2,8 +2,10 @@
 validation, abort, undo after commit and crash recovery (DESIGN section 3)."""
 
 from agents.tnr.engine import (
+    Checked,
     DryRunFailed,
     EngineOptions,
+    OpenTransaction,
     Progress,
     Step,
     TransactionEngine,
@@ -17,9 +19,11 @@ from agents.tnr.recovery import Recovered, recover
 from agents.tnr.undo import Undoer, UndoResult, UndoStatus
 
 __all__ = [
+    "Checked",
     "DryRunFailed",
     "EngineOptions",
     "LockBusy",
+    "OpenTransaction",
     "PreviewedAction",
     "Progress",
     "Recovered",

@@ -222,6 +222,75 @@ class _Run:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checked:
+    """What the validate phase found: whether to commit, why, and μ_after (None when it was
+    not measured: validation off, or the deadline came first)."""
+
+    commit: bool
+    healthy: bool
+    reason: str
+    mu_after: float | None = None
+    validated: bool = True
+
+
+class OpenTransaction:
+    """A transaction between its opening and its end, the writer lock held. Whoever owns the
+    incident's state calls the phases in order — `apply`, then `validate` if every write
+    went through, then `commit` or `abort` — and closes it (the `with` block) to release the
+    lock. `TransactionEngine.run` is the same sequence for callers with no incident."""
+
+    def __init__(self, engine: TransactionEngine, run: _Run) -> None:
+        self._engine = engine
+        self._run = run
+        self._write_failed = False
+
+    @property
+    def id(self) -> TransactionId:
+        return self._run.tx.id
+
+    @property
+    def validates(self) -> bool:
+        """False for the naive agent's engine, which commits right after its writes."""
+        return self._engine.options.validate
+
+    @property
+    def rolls_back(self) -> bool:
+        """Whether `abort` pops the undo stack: not after a failed write in an engine that
+        may not roll back (the naive agent's), which leaves what it wrote in place."""
+        return not (self._write_failed and not self._engine.options.rollback)
+
+    def apply(self) -> str | None:
+        """Write every Action in order, each after its dry run and persisted undo entry. None
+        when all were written; else why one failed (nothing after it was written)."""
+        failed = self._engine._write_all(self._run)
+        self._write_failed = failed is not None
+        return failed
+
+    def validate(self) -> Checked:
+        """Settle, sustain, and the verdict of rule 5 (recorded before any commit)."""
+        return self._engine._validate(self._run)
+
+    def commit(self, checked: Checked) -> Outcome:
+        return self._engine._commit(self._run, checked)
+
+    def abort(self, reason: str, *, mu_after: float | None = None) -> Outcome:
+        """Pop the undo stack LIFO and re-measure: ABORTED, ESCALATED or HELD."""
+        if not self.rolls_back:
+            return self._engine._abandon(self._run, reason)
+        return self._engine._abort(self._run, reason=reason, mu_after=mu_after)
+
+    def __enter__(self) -> OpenTransaction:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_rest: object) -> None:
+        if kind is not None and issubclass(kind, LockLost):
+            logger.error(
+                "lock on %s lost mid-transaction; recovery finishes it", self._run.request.scope.key
+            )
+        self._run.lock.release()
+
+
 class TransactionEngine:
     def __init__(
         self,
@@ -343,65 +412,91 @@ class TransactionEngine:
     def run(
         self, request: TransactionRequest, *, on_progress: ProgressCallback | None = None
     ) -> Outcome:
-        """Execute `request` as one transaction. Raises `LockBusy` when the scope stayed busy
-        and `LockLost` when the lease was taken over mid-way (recovery finishes the job)."""
+        """Execute `request` as one transaction, every phase in one call (for callers with no
+        incident to move: the CLI, the tests). The incident machine calls the phases itself.
+        Raises `LockBusy` when the scope stayed busy and `LockLost` when the lease was taken
+        over mid-way (recovery finishes the job)."""
+        begun = self.begin(request, on_progress=on_progress)
+        if isinstance(begun, Outcome):
+            return begun
+        with begun:
+            failed = begun.apply()
+            if failed is not None:
+                return begun.abort(failed)
+            checked = begun.validate()
+            if checked.commit:
+                return begun.commit(checked)
+            return begun.abort(checked.reason, mu_after=checked.mu_after)
+
+    def begin(
+        self, request: TransactionRequest, *, on_progress: ProgressCallback | None = None
+    ) -> OpenTransaction | Outcome:
+        """Open a transaction for `request`: refuse it before any write (REFUSED), or take the
+        writer lock and measure μ_before (NOT_STARTED, lock released, when it cannot). The
+        open transaction holds the lock until it is closed."""
         refused = self._refuse(request)
         if refused is not None:
             return refused
         lock = self.lock(request.scope)
         lock.acquire()
         try:
-            now = self._clock.now()
-            # μ_before is measured the way validation measures μ_after: SLOs and capacity
-            # now, plus alerts that *start* from here on. Counting the alerts already firing
-            # on one side only would make a change that does nothing look like progress
-            # (they are not counted after) or a working fix look like a regression.
-            before = self._meter.measure(
-                request.scope,
-                alerts_since=now,
-                window_s=max(1, int(self.limits.before_window_s)),
-            )
-            found = self._meter.measure(request.scope)
-            unknown = tuple(dict.fromkeys((*before.unknown, *found.unknown)))
-            if unknown:
-                return self._not_started(request, unknown)
-            tx = self._ledger.open_transaction(
-                scope=request.scope,
-                incident_id=request.incident_id,
-                plan_id=request.plan_id,
-                fencing_token=lock.token,
-                mu0=request.mu0,
-                mu_before=before.mu,
-                started_at=now,
-                deadline_at=now + timedelta(seconds=self.limits.deadline_s),
-                holder=self._holder,
-            )
-            run = _Run(
-                tx=tx,
-                lock=lock,
-                request=request,
-                mu_before=before.mu,
-                deadline=self._clock.monotonic() + self.limits.deadline_s,
-                emit=on_progress or _silent,
-                trouble=found.trouble | before.trouble,
-            )
-            # On record, so that a rollback finished later (recovery, a held one) judges
-            # "new trouble" against the start, not against whatever the write did since.
-            self._ledger.set_status(
-                tx.id, TransactionStatus.OPEN, validation={TROUBLE_BEFORE: sorted(run.trouble)}
-            )
-            self._audit(
-                AuditVerb.LOCK,
-                run,
-                {"token": lock.token, "mu_before": before.as_dict(), "mu_found": found.as_dict()},
-            )
-            run.say(Step.LOCKED, f"Writer lock held; μ = {before.mu:g}", mu=before.mu)
-            return self._execute(run)
-        except LockLost:
-            logger.error("lock on %s lost mid-transaction; recovery finishes it", request.scope.key)
-            raise
-        finally:
+            opened = self._open(request, lock, on_progress or _silent)
+        except BaseException:
             lock.release()
+            raise
+        if isinstance(opened, Outcome):
+            lock.release()
+        return opened
+
+    def _open(
+        self, request: TransactionRequest, lock: WriterLock, emit: ProgressCallback
+    ) -> OpenTransaction | Outcome:
+        now = self._clock.now()
+        # μ_before is measured the way validation measures μ_after: SLOs and capacity
+        # now, plus alerts that *start* from here on. Counting the alerts already firing
+        # on one side only would make a change that does nothing look like progress
+        # (they are not counted after) or a working fix look like a regression.
+        before = self._meter.measure(
+            request.scope,
+            alerts_since=now,
+            window_s=max(1, int(self.limits.before_window_s)),
+        )
+        found = self._meter.measure(request.scope)
+        unknown = tuple(dict.fromkeys((*before.unknown, *found.unknown)))
+        if unknown:
+            return self._not_started(request, unknown)
+        tx = self._ledger.open_transaction(
+            scope=request.scope,
+            incident_id=request.incident_id,
+            plan_id=request.plan_id,
+            fencing_token=lock.token,
+            mu0=request.mu0,
+            mu_before=before.mu,
+            started_at=now,
+            deadline_at=now + timedelta(seconds=self.limits.deadline_s),
+            holder=self._holder,
+        )
+        run = _Run(
+            tx=tx,
+            lock=lock,
+            request=request,
+            mu_before=before.mu,
+            deadline=self._clock.monotonic() + self.limits.deadline_s,
+            emit=emit,
+            trouble=found.trouble | before.trouble,
+        )
+        # On record, so that a rollback finished later (recovery, a held one) judges
+        # "new trouble" against the start, not against whatever the write did since.
+        self._ledger.set_status(
+            tx.id, TransactionStatus.OPEN, validation={TROUBLE_BEFORE: sorted(run.trouble)}
+        )
+        self._audit(
+            AuditVerb.LOCK,
+            run,
+            {"token": lock.token, "mu_before": before.as_dict(), "mu_found": found.as_dict()},
+        )
+        run.say(Step.LOCKED, f"Writer lock held; μ = {before.mu:g}", mu=before.mu)
+        return OpenTransaction(self, run)
 
     def _not_started(self, request: TransactionRequest, unknown: tuple[str, ...]) -> Outcome:
         """μ_before is unknown: open nothing, write nothing, say what could not be read."""
@@ -444,25 +539,19 @@ class TransactionEngine:
             restored=restored,
         )
 
-    def _execute(self, run: _Run) -> Outcome:
+    def _write_all(self, run: _Run) -> str | None:
         try:
             for action in run.request.actions:
                 self._apply(run, action)
         except (ClusterError, Inadmissible, DeadlineExceeded) as e:
-            if self.options.rollback:
-                return self._abort(run, reason=str(e), mu_after=None)
-            self._finish(
-                run, TransactionStatus.ABORTED, AuditVerb.ABORT, reason=str(e), rollback=False
-            )
-            return self._outcome(run, OutcomeKind.ABORTED, str(e), mu_after=None)
+            return str(e)
+        return None
 
+    def _validate(self, run: _Run) -> Checked:
         if not self.options.validate:
-            reason = "committed without validation"
-            self._finish(
-                run, TransactionStatus.COMMITTED, AuditVerb.COMMIT, reason=reason, validated=False
+            return Checked(
+                commit=True, healthy=False, reason="committed without validation", validated=False
             )
-            return self._outcome(run, OutcomeKind.COMMITTED, reason, mu_after=None)
-
         self._ledger.set_status(run.tx.id, TransactionStatus.VALIDATING)
         try:
             run.say(Step.SETTLE, "Waiting for rollouts to converge")
@@ -487,7 +576,7 @@ class TransactionEngine:
                 on_sample=sample,
             )
         except DeadlineExceeded as e:
-            return self._abort(run, reason=str(e), mu_after=None)
+            return Checked(commit=False, healthy=False, reason=str(e))
 
         decision = verdict(
             mu_before=run.mu_before,
@@ -515,22 +604,44 @@ class TransactionEngine:
             run.tx.id, TransactionStatus.VALIDATING, mu_after=after.mu, validation=figures
         )
         self._audit(AuditVerb.VALIDATE, run, figures)
-        if decision.commit or not self.options.rollback:
-            self._checkpoint("commit")
-            # A writer whose lease lapsed while it measured must not record a commit that
-            # recovery may already be rolling back: LockLost leaves the decision to recovery.
-            run.lock.fence()
+        return Checked(
+            # The no-undo ablation commits whatever validation says.
+            commit=decision.commit or not self.options.rollback,
+            healthy=decision.healthy,
+            reason=decision.reason,
+            mu_after=after.mu,
+        )
+
+    def _commit(self, run: _Run, checked: Checked) -> Outcome:
+        if not checked.validated:
             self._finish(
                 run,
                 TransactionStatus.COMMITTED,
                 AuditVerb.COMMIT,
-                reason=decision.reason,
-                mu_after=after.mu,
-                healthy=decision.healthy,
+                reason=checked.reason,
+                validated=False,
             )
-            run.say(Step.COMMITTED, f"Committed: {decision.reason}", mu=after.mu)
-            return self._outcome(run, OutcomeKind.COMMITTED, decision.reason, mu_after=after.mu)
-        return self._abort(run, reason=decision.reason, mu_after=after.mu)
+            return self._outcome(run, OutcomeKind.COMMITTED, checked.reason, mu_after=None)
+        self._checkpoint("commit")
+        # A writer whose lease lapsed while it measured must not record a commit that
+        # recovery may already be rolling back: LockLost leaves the decision to recovery.
+        run.lock.fence()
+        self._finish(
+            run,
+            TransactionStatus.COMMITTED,
+            AuditVerb.COMMIT,
+            reason=checked.reason,
+            mu_after=checked.mu_after,
+            healthy=checked.healthy,
+        )
+        run.say(Step.COMMITTED, f"Committed: {checked.reason}", mu=checked.mu_after)
+        return self._outcome(run, OutcomeKind.COMMITTED, checked.reason, mu_after=checked.mu_after)
+
+    def _abandon(self, run: _Run, reason: str) -> Outcome:
+        """A write failed and the engine may not roll back (the naive agent): end ABORTED
+        with what was written left in place."""
+        self._finish(run, TransactionStatus.ABORTED, AuditVerb.ABORT, reason=reason, rollback=False)
+        return self._outcome(run, OutcomeKind.ABORTED, reason, mu_after=None)
 
     def _finish(
         self,

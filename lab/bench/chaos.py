@@ -133,19 +133,21 @@ def unmeasured_commits(
     sustain_s: float,
 ) -> list[str]:
     """Committed transactions whose sustain window (the `sustain_s` before the commit) an
-    outage overlapped."""
+    outage overlapped. Each is named by its place in the run ("transaction 2"), not by its
+    random id, so that the same seed gives the same report."""
     sustain = timedelta(seconds=sustain_s)
     found: list[str] = []
     spans = [(o.kind, o.on_at, o.off_at) for o in outages]
-    for tx in transactions:
+    for number, tx in enumerate(transactions, start=1):
         if tx.status is not TransactionStatus.COMMITTED or tx.ended_at is None:
             continue
         window_start = tx.ended_at - sustain
         for kind, on_at, off_at in spans:
             if on_at < tx.ended_at and (off_at is None or off_at > window_start):
                 found.append(
-                    f"{tx.id} committed at {tx.ended_at:%H:%M:%S} (μ_after={tx.mu_after}) "
-                    f"with {kind.value} from {on_at:%H:%M:%S} in its sustain window"
+                    f"transaction {number} committed at {tx.ended_at:%H:%M:%S} "
+                    f"(μ_after={tx.mu_after}) with {kind.value} from {on_at:%H:%M:%S} "
+                    "in its sustain window"
                 )
                 break
     return found

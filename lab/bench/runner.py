@@ -431,11 +431,14 @@ class Runner:
         if chaos is None:
             return (), ()
         machine = self.session.brain.machine
-        transactions = [
-            tx
-            for row in self.session.store.incidents.list_by_state(*ALL_STATES)
-            for tx in machine.transactions(row.id)
-        ]
+        transactions = sorted(
+            (
+                tx
+                for row in self.session.store.incidents.list_by_state(*ALL_STATES)
+                for tx in machine.transactions(row.id)
+            ),
+            key=lambda tx: tx.started_at,  # lab time: the same order for the same seed
+        )
         found = unmeasured_commits(transactions, chaos.log, sustain_s=self.config.limits.sustain_s)
         return chaos.describe(self.elapsed), tuple(found)
 

@@ -80,6 +80,11 @@ def test_a_plan_that_does_not_help_is_undone_and_the_next_one_resolves(make_loop
     timeline = lab.timeline(incident.id)
     states = [s for s, _ in timeline]
     assert states.count("executing") == 2 and "aborting" in states and "resolved" in states
+    # Every phase of each transaction is a state of its own, in order, taken by the machine.
+    first_run = states[states.index("executing") :]
+    assert first_run[:4] == ["executing", "validating", "aborting", "planning"], states
+    second_run = first_run[1:][first_run[1:].index("executing") :]
+    assert second_run[:3] == ["executing", "validating", "committed"], states
     messages = "\n".join(m for _, m in timeline)
     assert (
         "Rolled back" in messages

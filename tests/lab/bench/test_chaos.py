@@ -67,7 +67,7 @@ def test_a_commit_counts_when_an_outage_overlapped_its_sustain_window() -> None:
         _tx(TransactionStatus.ABORTED, 150),  # not a commit
     ]
     found = unmeasured_commits(txs, [outage], sustain_s=60)
-    assert len(found) == 1 and found[0].startswith("tx-committed-150 ")
+    assert len(found) == 1 and found[0].startswith("transaction 1 committed at ")
     assert "prometheus-down" in found[0]
     still_on = OutageRecord(kind=ChaosKind.API_STALLED, on_at=T0 + timedelta(seconds=180))
     assert len(unmeasured_commits(txs, [still_on], sustain_s=60)) == 1
