@@ -93,7 +93,6 @@ class SlackNotifier:
         self._lanes = lanes
         self._metrics = metrics
         self._lock = threading.Lock()
-        self._pending: set[str] = set()
         self._failed: set[str] = set()
         self._digests: dict[tuple[str, str], str] = {}
         self._progress: dict[str, Progress] = {}
@@ -151,18 +150,11 @@ class SlackNotifier:
 
     def sync_later(self, incident_id: str) -> None:
         """Ask for a sync of the incident's messages (coalesced: at most one waits)."""
-        with self._lock:
-            if incident_id in self._pending:
-                return
-            self._pending.add(incident_id)
-
-        def run() -> None:
-            with self._lock:
-                self._pending.discard(incident_id)
-            self.sync(incident_id)
-
-        self._lanes.submit(
-            incident_id, run, Origin(what=f"sync {incident_id}", incident_id=incident_id)
+        self._lanes.submit_once(
+            incident_id,
+            lambda: self.sync(incident_id),
+            Origin(what=f"sync {incident_id}", incident_id=incident_id),
+            once=f"sync {incident_id}",
         )
 
     def retry_failed(self) -> list[str]:

@@ -93,7 +93,6 @@ class IncidentOps:
         self._recovery_engine = recovery_engine
         self._recovery_undoer = Undoer(recovery_engine)
         self._lock = threading.Lock()
-        self._drives_waiting: set[str] = set()
         self._driving: set[str] = set()
         #: decision → until when a repeat of it is absorbed (inf: waiting or running)
         self._decisions: dict[DecisionKey, float] = {}
@@ -147,14 +146,9 @@ class IncidentOps:
             # reach this deployment: its decision is recorded; that cluster's leader drives.
             logger.info("incident %s: left for the Stratus of cluster %s", incident_id, theirs)
             return
-        with self._lock:
-            if incident_id in self._drives_waiting:
-                return
-            self._drives_waiting.add(incident_id)
 
         def run() -> None:
             with self._lock:
-                self._drives_waiting.discard(incident_id)
                 self._driving.add(incident_id)
             try:
                 self._drive_now(incident_id)
@@ -162,10 +156,11 @@ class IncidentOps:
                 with self._lock:
                     self._driving.discard(incident_id)
 
-        self._lanes.submit(
+        self._lanes.submit_once(
             self._scope_lane(incident_id),
             run,
             Origin(what=f"drive {incident_id}", incident_id=incident_id),
+            once=f"drive {incident_id}",
         )
 
     def _drive_now(self, incident_id: str) -> None:
@@ -183,8 +178,8 @@ class IncidentOps:
             self.forwarded_undos()
         for row in self.brain.store.incidents.list_open(cluster=self.brain.cluster):
             with self._lock:
-                busy = row.id in self._drives_waiting or row.id in self._driving
-            if busy:
+                running = row.id in self._driving
+            if running or self._lanes.waiting(f"drive {row.id}"):
                 continue
             state = IncidentState(row.state)
             if state in DECIDED or (

@@ -12,6 +12,10 @@ worker thread goes back to the pool for other lanes, and a timer puts the lane b
 pool after the delay. Nothing on a lane sleeps, so one busy channel never holds up another's
 messages however few workers there are; the lane's later tasks still wait behind the parked
 one, so each key's order holds.
+
+`submit_once` is the one coalescer: a sync, a drive or a Home publish reads storage when it
+runs, so a second request while the first still waits for its turn adds nothing and is
+dropped.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ class Lanes:
         self._timer = timer
         self._queues: dict[str, deque[tuple[Task, Origin]]] = {}
         self._parked: dict[str, Callable[[], None]] = {}  # key → cancels its timer
+        self._once: set[str] = set()  # `submit_once` names whose task waits for its turn
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._closed = False
@@ -88,6 +93,28 @@ class Lanes:
                 return
             self._queues[key] = deque([(task, origin)])
         self._pool.submit(self._drain, key)
+
+    def submit_once(self, key: str, task: Task, origin: Origin, *, once: str) -> bool:
+        """`submit`, unless a task submitted under the same `once` name still waits for its
+        turn: that one will do all this one would. The name is freed as the task starts, so
+        a request that comes while it runs queues one more. Whether it was queued."""
+        with self._lock:
+            if once in self._once:
+                return False
+            self._once.add(once)
+
+        def run() -> None:
+            with self._lock:
+                self._once.discard(once)
+            task()
+
+        self.submit(key, run, origin)
+        return True
+
+    def waiting(self, once: str) -> bool:
+        """Whether a task submitted under `once` waits for its turn."""
+        with self._lock:
+            return once in self._once
 
     def _drain(self, key: str) -> None:
         while True:

@@ -2,16 +2,14 @@
 
 Publishing reads storage only (no cluster or metrics reads) but is still the heaviest thing a
 click does here, so it does not run in Bolt's listener threads: the listeners acknowledge and
-hand the user to `HomePublisher`, which publishes on its own two threads and coalesces — a
-user who presses Refresh five times while a publish waits gets one publish, of the newest
-state. A burst of Home traffic then cannot delay the acknowledgements of other requests.
+hand the user to `HomePublisher`, which publishes on lanes of its own (two threads, a lane a
+user) and coalesces (`Lanes.submit_once`) — a user who presses Refresh five times while a
+publish waits gets one publish, of the newest state. A burst of Home traffic then cannot delay the acknowledgements of other requests.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
@@ -21,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from bot.commands.context import CommandContext
 from bot.home.content import home_content
 from bot.home.render import HomeAction, render_home
+from bot.workers import Lanes, Origin
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -34,11 +33,7 @@ class HomePublisher:
     def __init__(self, ctx: CommandContext, client: WebClient) -> None:
         self._ctx = ctx
         self._client = client
-        self._lock = threading.Lock()
-        self._waiting: set[str] = set()
-        self._executor = ThreadPoolExecutor(
-            max_workers=PUBLISH_THREADS, thread_name_prefix="stratus-home"
-        )
+        self._lanes = Lanes(workers=PUBLISH_THREADS, name="stratus-home")
 
     def publish(self, user_id: str, *, notice: str = "") -> None:
         """Publish `user_id`'s Home now, in the caller's thread."""
@@ -56,15 +51,14 @@ class HomePublisher:
         """Publish soon on the publisher's threads; a publish already waiting covers this."""
         if not user_id:
             return
-        with self._lock:
-            if user_id in self._waiting:
-                return
-            self._waiting.add(user_id)
-        self._executor.submit(self._run, user_id)
+        self._lanes.submit_once(
+            user_id,
+            lambda: self._run(user_id),
+            Origin(what=f"home of {user_id}", user=user_id),
+            once=user_id,
+        )
 
     def _run(self, user_id: str) -> None:
-        with self._lock:
-            self._waiting.discard(user_id)
         try:
             self.publish(user_id)
         except SlackApiError as e:
@@ -73,7 +67,7 @@ class HomePublisher:
             logger.exception("home of %s not published", user_id)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._lanes.close(timeout_s=0)
 
     # ---------------------------------------------------------------------- listeners
 

@@ -119,3 +119,47 @@ def test_closing_drops_parked_lanes_at_once() -> None:
     lanes.close(timeout_s=10)  # returns without waiting for the timer
     assert not lanes.busy() and timers.pending() == []
     assert ran == []
+
+
+def test_a_request_while_one_waits_is_dropped_and_one_while_it_runs_is_queued() -> None:
+    lanes = Lanes(workers=2, name="test-lanes")
+    gate = threading.Event()
+    started = threading.Event()
+    runs: list[str] = []
+
+    def hold() -> None:  # keeps the lane busy so the next task waits its turn
+        started.set()
+        gate.wait(5)
+
+    def sync(n: int) -> None:
+        runs.append(f"sync {n}")
+
+    lanes.submit("incident:1", hold, Origin(what="hold"))
+    assert started.wait(5)
+    assert lanes.submit_once("incident:1", lambda: sync(1), Origin(what="s1"), once="sync 1")
+    assert lanes.waiting("sync 1")
+    # The waiting sync will read storage when it runs: these add nothing.
+    assert not lanes.submit_once("incident:1", lambda: sync(2), Origin(what="s2"), once="sync 1")
+    assert not lanes.submit_once("incident:1", lambda: sync(3), Origin(what="s3"), once="sync 1")
+    # Another name is another request.
+    assert lanes.submit_once("incident:1", lambda: sync(9), Origin(what="d"), once="drive 1")
+    gate.set()
+    assert lanes.wait_idle(10)
+    assert runs == ["sync 1", "sync 9"] and not lanes.waiting("sync 1")
+
+    # Once it has started, a new request queues one more (it may have read storage already).
+    inside = threading.Event()
+    release = threading.Event()
+
+    def slow_sync() -> None:
+        runs.append("slow")
+        inside.set()
+        release.wait(5)
+
+    assert lanes.submit_once("incident:1", slow_sync, Origin(what="slow"), once="sync 1")
+    assert inside.wait(5)
+    assert lanes.submit_once("incident:1", lambda: sync(4), Origin(what="s4"), once="sync 1")
+    release.set()
+    assert lanes.wait_idle(10)
+    assert runs[-2:] == ["slow", "sync 4"]
+    lanes.close()
