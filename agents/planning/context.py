@@ -39,6 +39,7 @@ from agents.model import (
     Scope,
 )
 from agents.planning.paths import related
+from agents.planning.template import PodTemplate
 from agents.ports import ClusterReader
 from storage.errors import StorageError
 
@@ -79,26 +80,21 @@ def matches(selector: dict[str, str], labels: dict[str, str] | Any) -> bool:
 
 
 def template_labels(workload: KubeObject) -> dict[str, str]:
-    template = (workload.body.get("spec") or {}).get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    return {str(k): str(v) for k, v in labels.items()}
+    return dict(PodTemplate.of(workload.body).labels)
 
 
 def match_labels(workload: KubeObject) -> dict[str, str]:
-    selector = (workload.body.get("spec") or {}).get("selector") or {}
-    labels = selector.get("matchLabels") or {}
-    return {str(k): str(v) for k, v in labels.items()}
+    return dict(PodTemplate.of(workload.body).selector)
 
 
 def containers(body: JsonObject) -> list[JsonObject]:
-    """The containers of a workload body (or of a tracked `{"spec": ...}` state)."""
-    spec = (((body.get("spec") or {}).get("template") or {}).get("spec")) or {}
-    return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    """The raw containers of a workload body (or of a tracked `{"spec": ...}` state), for
+    patches built from them; `PodTemplate` for questions about them."""
+    return [c.raw for c in PodTemplate.of(body).containers]
 
 
 def pod_spec_of(body: JsonObject) -> JsonObject:
-    spec: JsonObject = ((body.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return spec
+    return PodTemplate.of(body).spec
 
 
 class Context:

@@ -22,7 +22,6 @@ import logging
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from agents.actions import (
     Action,
@@ -41,7 +40,8 @@ from agents.actions import (
 )
 from agents.diagnosis.assessment import Assessment
 from agents.model import KubeObject
-from agents.planning.context import WORKLOAD_KINDS, Context, containers, matches, template_labels
+from agents.planning.context import WORKLOAD_KINDS, Context, matches, template_labels
+from agents.planning.template import PodTemplate
 from agents.policy import Bounds
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def seen_images(ctx: Context) -> set[str]:
     history, and the journal's image changes."""
     out: set[str] = set()
     for workload in ctx.workloads():
-        out |= {str(c.get("image")) for c in containers(workload.body) if c.get("image")}
+        out |= {image for image in PodTemplate.of(workload.body).images if image}
         for rev in ctx.revisions(workload) or ():
             out |= set(rev.images.values())
         out |= {
@@ -308,30 +308,5 @@ def _workload_unwell(
 
 
 def _reads_config_map(workload: KubeObject, name: str) -> bool:
-    spec = ((workload.body.get("spec") or {}).get("template") or {}).get("spec") or {}
-    if _mounts_config_map(spec, name):
-        return True
-    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        if isinstance(c, dict) and _container_reads_config_map(c, name):
-            return True
-    return False
-
-
-def _mounts_config_map(spec: dict[str, Any], name: str) -> bool:
-    """The pod spec has a volume of the ConfigMap."""
-    for volume in spec.get("volumes") or []:
-        if isinstance(volume, dict) and (volume.get("configMap") or {}).get("name") == name:
-            return True
-    return False
-
-
-def _container_reads_config_map(c: dict[str, Any], name: str) -> bool:
-    """The container takes the ConfigMap whole (`envFrom`) or a key of it (`env`)."""
-    for src in c.get("envFrom") or []:
-        if isinstance(src, dict) and (src.get("configMapRef") or {}).get("name") == name:
-            return True
-    for env in c.get("env") or []:
-        ref = ((env.get("valueFrom") or {}).get("configMapKeyRef") or {}) if env else {}
-        if ref.get("name") == name:
-            return True
-    return False
+    """Any container (init ones too) reads the ConfigMap, or the pods have a volume of it."""
+    return bool(PodTemplate.of(workload.body).uses_of(name))

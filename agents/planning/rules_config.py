@@ -20,13 +20,14 @@ from agents.actions import Action, RolloutRestart, SetConfigMapKeys
 from agents.diagnosis.suspect import Suspect
 from agents.model import JsonObject, KubeObject
 from agents.planning.addresses import correct
-from agents.planning.context import Context, containers, pod_spec_of
+from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.grounding import Grounding
 from agents.planning.paths import Aspect, literal, short
 from agents.planning.plan import Escalation
 from agents.planning.rollback import rollback, rollback_target, template_changed
 from agents.planning.subject import UNKNOWN, Subject, was
+from agents.planning.template import ConfigMapWay, PodTemplate
 from agents.redact import looks_secret
 
 _FLAG_PATH = re.compile(r"\((?P<path>[\w.\-]+)\)")
@@ -35,67 +36,21 @@ _FLAG_PATH = re.compile(r"\((?P<path>[\w.\-]+)\)")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reader:
     workload: KubeObject
-    how: str  # "env" | "envFrom" | "subPath" | "volume"
+    how: ConfigMapWay
 
     @property
     def at_start(self) -> bool:
-        return self.how != "volume"
+        return self.how.at_start
 
 
 def readers(ctx: Context, config_map: str, key: str | None) -> list[Reader]:
     """The workloads that read `key` of `config_map` (any key when None), and how."""
     found: list[Reader] = []
     for workload in ctx.workloads():
-        how = _how(workload, config_map, key)
+        how = PodTemplate.of(workload.body).way_of(config_map, key=key)
         if how is not None:
             found.append(Reader(workload=workload, how=how))
     return found
-
-
-def _how(workload: KubeObject, config_map: str, key: str | None) -> str | None:
-    volumes = _volumes_of(workload, config_map)
-    ways: set[str] = set()
-    for c in containers(workload.body):
-        ways |= _env_ways(c, config_map, key)
-        ways |= _mount_ways(c, volumes)
-    if volumes and not ways:
-        ways.add("volume")
-    for way in ("env", "envFrom", "subPath", "volume"):
-        if way in ways:
-            return way
-    return None
-
-
-def _volumes_of(workload: KubeObject, config_map: str) -> set[str]:
-    """The names of the pod's volumes that hold `config_map`."""
-    pod = pod_spec_of(workload.body)
-    return {
-        str(v.get("name"))
-        for v in pod.get("volumes") or []
-        if isinstance(v, dict) and (v.get("configMap") or {}).get("name") == config_map
-    }
-
-
-def _env_ways(c: JsonObject, config_map: str, key: str | None) -> set[str]:
-    """How a container reads `key` (any key when None) into its environment."""
-    ways = set()
-    for env in c.get("env") or []:
-        ref = ((env or {}).get("valueFrom") or {}).get("configMapKeyRef") or {}
-        if ref.get("name") == config_map and (key is None or ref.get("key") == key):
-            ways.add("env")
-    for source in c.get("envFrom") or []:
-        if ((source or {}).get("configMapRef") or {}).get("name") == config_map:
-            ways.add("envFrom")
-    return ways
-
-
-def _mount_ways(c: JsonObject, volumes: set[str]) -> set[str]:
-    """How a container mounts one of `volumes`: a single file (`subPath`) or whole."""
-    ways = set()
-    for mount in c.get("volumeMounts") or []:
-        if isinstance(mount, dict) and mount.get("name") in volumes:
-            ways.add("subPath" if mount.get("subPath") else "volume")
-    return ways
 
 
 def is_flag(subject: Subject, value: str | None) -> bool:

@@ -16,13 +16,14 @@ from agents.diagnosis.changes import is_controller
 from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.diagnosis.state import CONFIG_REASONS, CRASH_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
-from agents.model import JsonObject, KubeObject, PodState
-from agents.planning.context import Context, containers, pod_spec_of
+from agents.model import KubeObject, PodState
+from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.rollback import rollback, rollback_target, template_changed
 from agents.planning.rules_resources import limit_options
 from agents.planning.rules_service import derived_ports, derived_selector, mismatched
 from agents.planning.subject import Subject
+from agents.planning.template import PodTemplate
 
 _SPEC_REASONS = PULL_REASONS | START_REASONS | CONFIG_REASONS
 
@@ -84,7 +85,7 @@ def restart(ctx: Context, subject: Subject, workload: KubeObject) -> Draft:
 def broken_rollout(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     """Pods that cannot pull, start or keep running what a rollout gave them: the previous
     revision, when it ran another image or the template changed since."""
-    live = {str(c.get("name")): str(c.get("image")) for c in containers(workload.body)}
+    live = {c.name: c.image for c in PodTemplate.of(workload.body).containers}
     stuck = [
         c
         for p in ctx.pods_of(workload)
@@ -131,7 +132,7 @@ def service_state(ctx: Context, subject: Subject, workload: KubeObject) -> Optio
 
 def oom_state(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     """Containers OOMKilled: the memory-limit fix, as if the diagnosis had named it."""
-    names = [str(c.get("name")) for c in containers(workload.body)]
+    names = [c.name for c in PodTemplate.of(workload.body).containers]
     for pod in ctx.pods_of(workload):
         for c in pod.containers:
             if "OOMKilled" in (c.reason, c.last_terminated_reason) and c.name in names:
@@ -182,30 +183,7 @@ def journal_suspects(ctx: Context, subject: Subject, workload: KubeObject) -> li
 
 def consumed_config_maps(workload: KubeObject) -> set[str]:
     """ConfigMaps a workload reads: env references, envFrom, volumes."""
-    names: set[str] = set()
-    for c in containers(workload.body):
-        names |= _env_config_maps(c)
-    for volume in pod_spec_of(workload.body).get("volumes") or []:
-        ref = (volume if isinstance(volume, dict) else {}).get("configMap") or {}
-        if ref.get("name"):
-            names.add(str(ref["name"]))
-    return names
-
-
-def _env_config_maps(c: JsonObject) -> set[str]:
-    """ConfigMaps a container reads into its environment: a key (`env`) or whole (`envFrom`)."""
-    names: set[str] = set()
-    for env in c.get("env") or []:
-        ref = ((env if isinstance(env, dict) else {}).get("valueFrom") or {}).get(
-            "configMapKeyRef"
-        ) or {}
-        if ref.get("name"):
-            names.add(str(ref["name"]))
-    for source in c.get("envFrom") or []:
-        ref = (source if isinstance(source, dict) else {}).get("configMapRef") or {}
-        if ref.get("name"):
-            names.add(str(ref["name"]))
-    return names
+    return PodTemplate.of(workload.body).config_maps()
 
 
 StateRule = Callable[[Context, Subject, KubeObject], Options]
