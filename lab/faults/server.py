@@ -15,7 +15,6 @@ injection), 409 (the cluster refused the change).
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import logging
@@ -31,6 +30,7 @@ from lab.faults.errors import BadParameter, InjectionFailed, UnknownFault
 from lab.faults.model import Injection
 from lab.faults.oracle import check_mitigation
 from lab.faults.registry import fault, faults
+from lab.serving import ThreadedSite
 
 if TYPE_CHECKING:
     from lab.sim.world import LabWorld
@@ -124,12 +124,11 @@ async def _loopback_only(request: web.Request, handler: Any) -> web.StreamRespon
 class ControlServer:
     def __init__(self, control: FaultControl, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.control = control
-        self._host = host
-        self._port = port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self.url = ""
+        self._site = ThreadedSite(self._application, name="lab-fault-control", host=host, port=port)
+
+    @property
+    def url(self) -> str:
+        return self._site.url
 
     # ------------------------------------------------------------------ handlers
 
@@ -187,59 +186,21 @@ class ControlServer:
 
     def start(self) -> str:
         """Serve in a background thread; returns the base URL."""
-        if self._thread is not None:
-            return self.url
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._serve())
-            except OSError as e:  # the port is taken: report it to start()
-                failure.append(e)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            if self._runner is not None:
-                loop.run_until_complete(self._runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="lab-fault-control", daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        if failure:
-            self._thread = None
-            raise failure[0]
-        logger.info("lab fault control at %s", self.url)
+        if not self._site.running:
+            self._site.start()
+            logger.info("lab fault control at %s", self.url)
         return self.url
 
-    async def _serve(self) -> None:
+    def _application(self) -> web.Application:
         app = web.Application(middlewares=[_loopback_only])
         app.router.add_get("/lab/faults", self._list)
         app.router.add_post("/lab/faults/{fault_id}", self._inject)
         app.router.add_get("/lab/injections", self._injections)
         app.router.add_post("/lab/injections/{index}/recover", self._recover)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        await site.start()
-        self._runner = runner
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        port = sockets[0].getsockname()[1] if sockets else self._port
-        self.url = f"http://{self._host}:{port}"
+        return app
 
     def stop(self) -> None:
-        if self._thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._thread = None
+        self._site.stop()
 
 
 def _optional_str(body: Mapping[str, Any], key: str) -> str | None:

@@ -10,14 +10,13 @@ same store.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-import threading
 from collections import defaultdict
 
 from aiohttp import web
 
+from lab.serving import ThreadedSite
 from lab.sim.conventions import CONVENTIONS, convert, is_request_metric
 from lab.sim.metrics import TYPES, LabelSet, MetricStore
 
@@ -88,70 +87,29 @@ class MetricsExporter:
             raise ValueError(f"unknown signals {signals!r}; use one of {', '.join(CONVENTIONS)}")
         self._store = store
         self._signals = signals
-        self._host = host
-        self._port = port
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self.url = ""
+        self._site = ThreadedSite(
+            self._application, name="lab-metrics-exporter", host=host, port=port
+        )
+
+    @property
+    def url(self) -> str:
+        return self._site.url
 
     async def _metrics(self, request: web.Request) -> web.Response:
         body = render(self._store, self._signals)
         return web.Response(body=body.encode(), headers={"Content-Type": CONTENT_TYPE})
 
-    def start(self) -> str:
-        """Serve in a background thread; returns the base URL (`http://127.0.0.1:PORT`)."""
-        if self._thread is not None:
-            return self.url
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._serve())
-            except OSError as e:  # the bind failed: report it to start()
-                failure.append(e)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="lab-metrics-exporter", daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        if failure:
-            self._thread = None
-            raise failure[0]
-        logger.info("lab metrics exporter at %s/metrics", self.url)
-        return self.url
-
-    async def _serve(self) -> None:
+    def _application(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port)
-        await site.start()
-        self._runner = runner
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        port = sockets[0].getsockname()[1] if sockets else self._port
-        self.url = f"http://{self._host}:{port}"
+        return app
 
-    async def _cleanup(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+    def start(self) -> str:
+        """Serve in a background thread; returns the base URL (`http://127.0.0.1:PORT`)."""
+        if not self._site.running:
+            self._site.start()
+            logger.info("lab metrics exporter at %s/metrics", self.url)
+        return self.url
 
     def stop(self) -> None:
-        if self._thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._thread = None
+        self._site.stop()

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from aiohttp import web
 
+from lab.serving import ThreadedSite
 from lab.slack.api.endpoint import WebApi
 from lab.slack.api.files import receive_upload
 from lab.slack.delivery.dispatcher import Dispatcher
@@ -50,11 +50,7 @@ class WorkspaceServer:
         self.dispatcher = dispatcher
         self.interactions = interactions
         self.page = Page(state, hub=hub, dispatcher=dispatcher, interactions=interactions)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._startup_error: BaseException | None = None
+        self._site: ThreadedSite | None = None
         self.port = 0
 
     # ------------------------------------------------------------------ app
@@ -126,75 +122,44 @@ class WorkspaceServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, host: str, port: int) -> int:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._serve, args=(host, port), name="slack-workspace", daemon=True
+        self._site = ThreadedSite(
+            self._app,
+            name="slack-workspace",
+            host=host,
+            port=port,
+            on_startup=self._startup,
+            on_shutdown=self._shutdown,
         )
-        self._thread.start()
-        self._ready.wait()
-        if self._startup_error is not None:
-            self._thread.join()
-            raise RuntimeError("the Slack workspace could not start") from self._startup_error
+        try:
+            self._site.start()
+        except Exception as e:
+            logger.exception("the Slack workspace could not start on %s:%s", host, port)
+            self._site = None
+            raise RuntimeError("the Slack workspace could not start") from e
+        self.port = self._site.port
         return self.port
 
-    def _serve(self, host: str, port: int) -> None:
-        loop = self._loop
-        assert loop is not None
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._startup(host, port))
-        except Exception as e:  # the thread's outer boundary: start() re-raises it
-            logger.exception("the Slack workspace could not start on %s:%s", host, port)
-            self._startup_error = e
-            self._ready.set()
-            loop.close()
-            return
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(self._shutdown())
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-    async def _startup(self, host: str, port: int) -> None:
+    async def _startup(self) -> None:
         self.page.bind(asyncio.get_running_loop())
-        self._runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
-        await site.start()
-        address = self._runner.addresses[0]
-        self.port = int(address[1])
 
     async def _shutdown(self) -> None:
         await self.page.close()
         await self.hub.close()
         await self.dispatcher.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     def stop(self) -> None:
-        if self._loop is None or self._thread is None:
-            return
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop = None
-        self._thread = None
+        if self._site is not None:
+            self._site.stop()
+            self._site = None
 
     def run(self, coroutine: Coroutine[Any, Any, T], *, timeout: float | None = None) -> T:
         """Run a coroutine on the server's loop and wait for its result (from another thread)."""
-        loop = self._loop
-        if loop is None:
+        if self._site is None:
             coroutine.close()
             raise RuntimeError("the Slack workspace is not running; call start() first")
-        if self._thread is threading.current_thread():
-            coroutine.close()
-            raise RuntimeError("SlackWorkspace methods cannot be called from its own loop")
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(timeout)
+        return self._site.run(coroutine, timeout=timeout)
 
     def call_soon(self, callback: Any, *args: Any) -> None:
         """Schedule a plain callback on the loop from any thread (no-op once stopped)."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(callback, *args)
+        if self._site is not None:
+            self._site.call_soon(callback, *args)
