@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 from agents.detection.events import Detection
 from agents.detection.inbox import AlertInbox
-from agents.incident.approvals import Verdict
+from agents.incident.approvals import Decision, Person, Verdict
 from agents.model import Alert, IncidentState, Scope, TransactionId
 from agents.tnr import Recovered, TransactionEngine, Undoer, UndoResult, UndoStatus, recover
 from agents.tnr.records import TransactionRecord
@@ -291,55 +291,56 @@ class IncidentOps:
         )
 
     def approve(self, *, plan_id: str, content_hash: str, user: str, channel: str | None) -> None:
-        key: DecisionKey = ("approve", plan_id, user, content_hash)
+        self._decide(
+            ("approve", plan_id, user, content_hash),
+            channel,
+            lambda person: self.brain.approvals.approve(plan_id, person, content_hash=content_hash),
+            taken=Verdict.APPROVED,
+        )
+
+    def reject(
+        self, *, plan_id: str, content_hash: str, user: str, channel: str | None, reason: str
+    ) -> None:
+        self._decide(
+            ("reject", plan_id, user, content_hash),
+            channel,
+            lambda person: self.brain.approvals.reject(
+                plan_id, person, reason, content_hash=content_hash or None
+            ),
+            taken=Verdict.REJECTED,
+        )
+
+    def _decide(
+        self,
+        key: DecisionKey,
+        channel: str | None,
+        decide: Callable[[Person], Decision],
+        *,
+        taken: Verdict,
+    ) -> None:
+        """One person's decision on a plan, in the plan's lane: a repeat is absorbed, the
+        person gets an answer, and a decision taken drives the incident."""
+        verb, plan_id, user, _hash = key
         if not self._claim(key):
             return
 
         def run() -> None:
             made = False
             try:
-                person = self._directory.person(user)
-                decision = self.brain.approvals.approve(plan_id, person, content_hash=content_hash)
+                decision = decide(self._directory.person(user))
                 # A refusal absorbs no repeat: the person may have just been given the right
                 # (or joined the channel) and must see an answer to every click after it.
                 made = decision.verdict is not Verdict.REFUSED
             finally:
                 self._settle(key, made=made)
             self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
-            logger.info("approve %s by %s: %s", plan_id, user, decision.verdict)
+            logger.info("%s %s by %s: %s", verb, plan_id, user, decision.verdict)
             self._reply(channel, user, decision.message)
-            if decision.plan is not None and decision.verdict is Verdict.APPROVED:
+            if decision.plan is not None and decision.verdict is taken:
                 self.drive(decision.plan.incident_id)
 
         self._lanes.submit(
-            f"plan:{plan_id}", run, Origin(what=f"approve {plan_id}", user=user, channel=channel)
-        )
-
-    def reject(
-        self, *, plan_id: str, content_hash: str, user: str, channel: str | None, reason: str
-    ) -> None:
-        key: DecisionKey = ("reject", plan_id, user, content_hash)
-        if not self._claim(key):
-            return
-
-        def run() -> None:
-            made = False
-            try:
-                person = self._directory.person(user)
-                decision = self.brain.approvals.reject(
-                    plan_id, person, reason, content_hash=content_hash or None
-                )
-                made = decision.verdict is not Verdict.REFUSED  # as for approve
-            finally:
-                self._settle(key, made=made)
-            self._metrics.approvals.labels(verdict=decision.verdict.value).inc()
-            logger.info("reject %s by %s: %s", plan_id, user, decision.verdict)
-            self._reply(channel, user, decision.message)
-            if decision.plan is not None and decision.verdict is Verdict.REJECTED:
-                self.drive(decision.plan.incident_id)
-
-        self._lanes.submit(
-            f"plan:{plan_id}", run, Origin(what=f"reject {plan_id}", user=user, channel=channel)
+            f"plan:{plan_id}", run, Origin(what=f"{verb} {plan_id}", user=user, channel=channel)
         )
 
     def undo(

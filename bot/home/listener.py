@@ -4,7 +4,8 @@ Publishing reads storage only (no cluster or metrics reads) but is still the hea
 click does here, so it does not run in Bolt's listener threads: the listeners acknowledge and
 hand the user to `HomePublisher`, which publishes on lanes of its own (two threads, a lane a
 user) and coalesces (`Lanes.submit_once`) — a user who presses Refresh five times while a
-publish waits gets one publish, of the newest state. A burst of Home traffic then cannot delay the acknowledgements of other requests.
+publish waits gets one publish, of the newest state. A burst of Home traffic then cannot
+delay the acknowledgements of other requests.
 """
 
 from __future__ import annotations
