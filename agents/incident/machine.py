@@ -342,16 +342,12 @@ class IncidentMachine:
                 since = datetime.fromisoformat(str(event.data["blind_since"]))
                 break
         if since is None:
-            self.store.incidents.add_event(
-                StoredTimelineEvent(
-                    incident_id=incident.id,
-                    at=now,
-                    state=incident.state.value,
-                    kind="note",
-                    message=f"Waiting: cannot see the cluster ({reason}); nothing is concluded "
-                    "from an outage, diagnosing again when it answers",
-                    data={"blind_since": now.isoformat(), "reason": reason},
-                )
+            self._note(
+                incident,
+                f"Waiting: cannot see the cluster ({reason}); nothing is concluded "
+                "from an outage, diagnosing again when it answers",
+                {"blind_since": now.isoformat(), "reason": reason},
+                at=now,
             )
             return
         if now - since >= BLIND_LIMIT:
@@ -769,15 +765,10 @@ class IncidentMachine:
         last = timeline[-1] if timeline else None
         if last is not None and (last.data or {}).get("not_started") == plan.id:
             return
-        self.store.incidents.add_event(
-            StoredTimelineEvent(
-                incident_id=incident.id,
-                at=self.clock.now(),
-                state=incident.state.value,
-                kind="note",
-                message=f"Waiting: {outcome.reason}; nothing was written, trying again later",
-                data={"not_started": plan.id, "reason": outcome.reason},
-            )
+        self._note(
+            incident,
+            f"Waiting: {outcome.reason}; nothing was written, trying again later",
+            {"not_started": plan.id, "reason": outcome.reason},
         )
         self.notifier.notify(
             TransactionFinished(incident=self.incident(incident.id), plan=plan, outcome=outcome)
@@ -916,14 +907,25 @@ class IncidentMachine:
                 return
             if event.kind == "transition":
                 break
+        self._note(incident, message)
+
+    def _note(
+        self,
+        incident: Incident,
+        message: str,
+        data: dict[str, object] | None = None,
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """A timeline note: said in the incident's state, not a change of it."""
         self.store.incidents.add_event(
             StoredTimelineEvent(
                 incident_id=incident.id,
-                at=self.clock.now(),
+                at=at or self.clock.now(),
                 state=incident.state.value,
                 kind="note",
                 message=message,
-                data={},
+                data=dict(data or {}),
             )
         )
 

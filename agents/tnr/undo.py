@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from agents.errors import ClusterError, LockLost
-from agents.model import OutcomeKind, TransactionId, TransactionStatus, UndoState
+from agents.model import JsonObject, OutcomeKind, TransactionId, TransactionStatus, UndoState
 from agents.tnr.engine import Checkpoint, Progress, ProgressCallback, Step, TransactionEngine
 from agents.tnr.lock import LockBusy, WriterLock
 from agents.tnr.records import TransactionRecord, UndoRecord
@@ -117,6 +117,19 @@ class Undoer:
             emit=emit,
         )
 
+    def _audit(
+        self, verb: AuditVerb, tx: TransactionRecord, actor: str, detail: JsonObject
+    ) -> None:
+        self._ledger.audit(
+            verb,
+            actor=actor,
+            scope=tx.scope,
+            at=self._engine.clock.now(),
+            transaction_id=tx.id,
+            incident_id=tx.incident_id,
+            detail=detail,
+        )
+
     def _blocked(
         self, tx: TransactionRecord, entries: Sequence[UndoRecord], *, actor: str
     ) -> UndoResult | None:
@@ -125,15 +138,7 @@ class Undoer:
         if not later:
             return None
         ids = tuple(t.id for t in later)
-        self._ledger.audit(
-            AuditVerb.UNDO_BLOCKED,
-            actor=actor,
-            scope=tx.scope,
-            at=self._engine.clock.now(),
-            transaction_id=tx.id,
-            incident_id=tx.incident_id,
-            detail={"blocked_by": list(ids)},
-        )
+        self._audit(AuditVerb.UNDO_BLOCKED, tx, actor, {"blocked_by": list(ids)})
         return UndoResult(
             transaction_id=tx.id,
             status=UndoStatus.BLOCKED,
@@ -152,20 +157,11 @@ class Undoer:
     ) -> UndoResult | None:
         """Mark a committed transaction UNDOING, unless its objects drifted and no person
         confirmed overwriting them (then nothing is written and the drift is returned)."""
-        clock_now = self._engine.clock.now
         drifts = tuple(
             d for d in (self._engine.restorer.drift(e) for e in entries) if d is not None
         )
         if drifts and not confirm_drift:
-            self._ledger.audit(
-                AuditVerb.UNDO_DRIFT,
-                actor=actor,
-                scope=tx.scope,
-                at=clock_now(),
-                transaction_id=tx.id,
-                incident_id=tx.incident_id,
-                detail={"drift": [d.summary() for d in drifts]},
-            )
+            self._audit(AuditVerb.UNDO_DRIFT, tx, actor, {"drift": [d.summary() for d in drifts]})
             return UndoResult(
                 transaction_id=tx.id,
                 status=UndoStatus.DRIFT,
@@ -174,14 +170,8 @@ class Undoer:
                 drift=drifts,
             )
         self._ledger.set_status(tx.id, TransactionStatus.UNDOING, fencing_token=lock.token)
-        self._ledger.audit(
-            AuditVerb.UNDO,
-            actor=actor,
-            scope=tx.scope,
-            at=clock_now(),
-            transaction_id=tx.id,
-            incident_id=tx.incident_id,
-            detail={"entries": len(entries), "confirm_drift": confirm_drift},
+        self._audit(
+            AuditVerb.UNDO, tx, actor, {"entries": len(entries), "confirm_drift": confirm_drift}
         )
         return None
 
@@ -228,7 +218,6 @@ class Undoer:
         emit: ProgressCallback | None,
     ) -> UndoResult:
         """Measure the scope, mark the transaction UNDONE and audit it."""
-        clock_now = self._engine.clock.now
         after = self._engine.measure(tx.scope)
         # An incomplete figure is a lower bound: recorded as unknown, never as a μ.
         mu_after = after.mu if after.complete else None
@@ -238,16 +227,13 @@ class Undoer:
             mu_after=mu_after,
             mu_after_unknown=mu_after is None,
             reason=f"undone by {actor}",
-            ended_at=clock_now(),
+            ended_at=self._engine.clock.now(),
         )
-        self._ledger.audit(
+        self._audit(
             AuditVerb.UNDONE,
-            actor=actor,
-            scope=tx.scope,
-            at=clock_now(),
-            transaction_id=tx.id,
-            incident_id=tx.incident_id,
-            detail={
+            tx,
+            actor,
+            {
                 "restored": restored,
                 "overwritten": overwritten,
                 "mu": mu_after,
