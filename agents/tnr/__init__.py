@@ -2,7 +2,6 @@
 validation, abort, undo after commit and crash recovery (DESIGN section 3)."""
 
 from agents.tnr.engine import (
-    Checked,
     DryRunFailed,
     EngineOptions,
     OpenTransaction,
@@ -10,6 +9,7 @@ from agents.tnr.engine import (
     Step,
     TransactionEngine,
     TransactionRequest,
+    ValidationVerdict,
     verdict,
 )
 from agents.tnr.limits import TnrLimits
@@ -19,7 +19,6 @@ from agents.tnr.recovery import Recovered, recover
 from agents.tnr.undo import Undoer, UndoResult, UndoStatus
 
 __all__ = [
-    "Checked",
     "DryRunFailed",
     "EngineOptions",
     "LockBusy",
@@ -34,6 +33,7 @@ __all__ = [
     "UndoResult",
     "UndoStatus",
     "Undoer",
+    "ValidationVerdict",
     "WriterLock",
     "preview",
     "recover",

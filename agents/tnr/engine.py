@@ -140,9 +140,14 @@ class EngineOptions:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ValidationVerdict:
+    """Whether to commit and why; from the validate phase also μ_after (None when it was not
+    measured: validation off, or the deadline came first)."""
+
     commit: bool
     healthy: bool
     reason: str
+    mu_after: float | None = None
+    validated: bool = True
 
 
 class DryRunFailed(ClusterError):
@@ -222,18 +227,6 @@ class _Run:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Checked:
-    """What the validate phase found: whether to commit, why, and μ_after (None when it was
-    not measured: validation off, or the deadline came first)."""
-
-    commit: bool
-    healthy: bool
-    reason: str
-    mu_after: float | None = None
-    validated: bool = True
-
-
 class OpenTransaction:
     """A transaction between its opening and its end, the writer lock held. Whoever owns the
     incident's state calls the phases in order — `apply`, then `validate` if every write
@@ -267,11 +260,11 @@ class OpenTransaction:
         self._write_failed = failed is not None
         return failed
 
-    def validate(self) -> Checked:
+    def validate(self) -> ValidationVerdict:
         """Settle, sustain, and the verdict of rule 5 (recorded before any commit)."""
         return self._engine._validate(self._run)
 
-    def commit(self, checked: Checked) -> Outcome:
+    def commit(self, checked: ValidationVerdict) -> Outcome:
         return self._engine._commit(self._run, checked)
 
     def abort(self, reason: str, *, mu_after: float | None = None) -> Outcome:
@@ -547,9 +540,9 @@ class TransactionEngine:
             return str(e)
         return None
 
-    def _validate(self, run: _Run) -> Checked:
+    def _validate(self, run: _Run) -> ValidationVerdict:
         if not self.options.validate:
-            return Checked(
+            return ValidationVerdict(
                 commit=True, healthy=False, reason="committed without validation", validated=False
             )
         self._ledger.set_status(run.tx.id, TransactionStatus.VALIDATING)
@@ -576,7 +569,7 @@ class TransactionEngine:
                 on_sample=sample,
             )
         except DeadlineExceeded as e:
-            return Checked(commit=False, healthy=False, reason=str(e))
+            return ValidationVerdict(commit=False, healthy=False, reason=str(e))
 
         decision = verdict(
             mu_before=run.mu_before,
@@ -604,15 +597,12 @@ class TransactionEngine:
             run.tx.id, TransactionStatus.VALIDATING, mu_after=after.mu, validation=figures
         )
         self._audit(AuditVerb.VALIDATE, run, figures)
-        return Checked(
-            # The no-undo ablation commits whatever validation says.
-            commit=decision.commit or not self.options.rollback,
-            healthy=decision.healthy,
-            reason=decision.reason,
-            mu_after=after.mu,
+        # The no-undo ablation commits whatever validation says.
+        return replace(
+            decision, commit=decision.commit or not self.options.rollback, mu_after=after.mu
         )
 
-    def _commit(self, run: _Run, checked: Checked) -> Outcome:
+    def _commit(self, run: _Run, checked: ValidationVerdict) -> Outcome:
         if not checked.validated:
             self._finish(
                 run,
