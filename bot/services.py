@@ -68,7 +68,7 @@ from agents.tnr.ledger import StorageLedger
 from agents.wiring import Brain, build_brain
 from bot.channels import IncidentChannels
 from bot.chart_process import close_charts
-from bot.config import Settings, SettingsError, SlackMode, check_deadlines
+from bot.config import AnthropicSettings, Settings, SettingsError, SlackMode, check_deadlines
 from bot.digest import register_digests
 from bot.directory import Directory
 from bot.errors import SlackCallFailed, StartupError
@@ -362,11 +362,18 @@ def _limits(settings: Settings, options: Options, policy: Policy) -> TnrLimits:
 
 
 def _model(settings: Settings) -> LanguageModel | None:
-    anthropic = settings.anthropic
-    if not anthropic.api_key:
+    if not settings.anthropic.api_key:
         logger.info("ANTHROPIC_API_KEY is not set: the offline reasoner diagnoses")
         return None
+    return claude_model(settings.anthropic)
+
+
+def claude_model(anthropic: AnthropicSettings) -> LanguageModel:
+    """Claude through the Messages API, as the settings describe it."""
     from agents.adapters.anthropic_model import AnthropicModel
+
+    if anthropic.api_key is None:
+        raise SettingsError("ANTHROPIC_API_KEY", "Claude needs an API key")
 
     return AnthropicModel(
         api_key=anthropic.api_key,

@@ -37,7 +37,7 @@ from sqlmodel import Session, col, select
 
 from storage.db import database_now
 from storage.errors import StaleToken
-from storage.repos.base import Repository
+from storage.repos.base import Repository, record_of
 from storage.tables import WriterLockRow
 
 logger = logging.getLogger(__name__)
@@ -57,14 +57,7 @@ class Lease:
 
     @classmethod
     def of(cls, row: WriterLockRow) -> Lease:
-        return cls(
-            scope=row.scope,
-            holder=row.holder,
-            token=row.token,
-            acquired_at=row.acquired_at,
-            renewed_at=row.renewed_at,
-            expires_at=row.expires_at,
-        )
+        return record_of(row, cls)
 
 
 class WriterLocks(Repository):

@@ -9,7 +9,7 @@ the second is what the services were told; the third is what they complained abo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from agents.diagnosis.observe import ContainerSpec, EnvVar, Observations, WorkloadSpec
@@ -137,15 +137,19 @@ def add_edge(obs: Observations, caller: str, callee: str, source: str) -> None:
 
 def downstream(obs: Observations, service: str) -> list[str]:
     """Services reachable from `service` along the graph, nearest first."""
+    return _breadth_first(service, obs.callees)
+
+
+def _breadth_first(service: str, neighbours: Callable[[str], Iterable[str]]) -> list[str]:
     seen, order, frontier = {service}, [], [service]
     while frontier:
         nxt = []
         for node in frontier:
-            for callee in sorted(obs.callees(node)):
-                if callee not in seen:
-                    seen.add(callee)
-                    order.append(callee)
-                    nxt.append(callee)
+            for other in sorted(neighbours(node)):
+                if other not in seen:
+                    seen.add(other)
+                    order.append(other)
+                    nxt.append(other)
         frontier = nxt
     return order
 
@@ -181,14 +185,5 @@ def _reaches(edges: set[tuple[str, str]], start: str, goal: str) -> bool:
 
 
 def upstream(obs: Observations, service: str) -> list[str]:
-    seen, order, frontier = {service}, [], [service]
-    while frontier:
-        nxt = []
-        for node in frontier:
-            for caller in sorted(obs.callers(node)):
-                if caller not in seen:
-                    seen.add(caller)
-                    order.append(caller)
-                    nxt.append(caller)
-        frontier = nxt
-    return order
+    """Services from which `service` is reached along the graph, nearest first."""
+    return _breadth_first(service, obs.callers)

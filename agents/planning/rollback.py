@@ -61,10 +61,19 @@ def _earlier_and_different(workload: KubeObject, history: list[RevisionInfo]) ->
     return sorted(earlier, key=lambda r: r.revision, reverse=True)
 
 
-def rollback(ctx: Context, workload: KubeObject, revision: RevisionInfo) -> RollbackWorkload:
-    return RollbackWorkload(
+def rollback_draft(
+    ctx: Context,
+    workload: KubeObject,
+    revision: RevisionInfo,
+    rationale: str,
+    *,
+    tier: Tier = Tier.RESTORE,
+) -> Draft:
+    """Roll `workload` back to `revision` (pinned: the approver reads which one)."""
+    action = RollbackWorkload(
         target=ctx.ref(workload.kind, workload.name), revision=revision.revision
     )
+    return Draft(tier=tier, actions=(action,), rationale=rationale)
 
 
 def template_changed(ctx: Context, workload: KubeObject) -> bool:
@@ -82,10 +91,11 @@ def template_options(ctx: Context, subject: Subject, workload: KubeObject) -> Op
         return NOTHING
     return Options(
         drafts=(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+            rollback_draft(
+                ctx,
+                workload,
+                revision,
+                f"{subject.statement()}. Revision {revision.revision} is the pod "
                 f"template of {workload.name} from before it was changed.",
             ),
         )

@@ -25,7 +25,7 @@ from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.grounding import Grounding
 from agents.planning.paths import Aspect, literal, short
 from agents.planning.plan import Escalation
-from agents.planning.rollback import rollback, rollback_target, template_changed
+from agents.planning.rollback import rollback_draft, rollback_target, template_changed
 from agents.planning.subject import UNKNOWN, Subject, was
 from agents.planning.template import ConfigMapWay, PodTemplate
 from agents.redact import looks_secret
@@ -282,10 +282,11 @@ def _missing(ctx: Context, subject: Subject) -> Options:
         revision = rollback_target(ctx, workload)
         if revision is not None:
             drafts.append(
-                Draft(
-                    tier=Tier.RESTORE,
-                    actions=(rollback(ctx, workload, revision),),
-                    rationale=f"{subject.statement()}. {workload.name}'s pod template changed "
+                rollback_draft(
+                    ctx,
+                    workload,
+                    revision,
+                    f"{subject.statement()}. {workload.name}'s pod template changed "
                     f"recently; revision {revision.revision} is from before that change.",
                 )
             )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.actions import SetResources, SetScheduling
+from agents.diagnosis.suspect import Suspect
 from agents.kubeparse import quantity_bytes, quantity_millis
 from agents.model import JsonObject, KubeObject, NodeInfo
 from agents.planning.context import Context, pod_spec_of
@@ -28,7 +29,7 @@ from agents.planning.paths import (
     round_memory_up,
     short,
 )
-from agents.planning.rollback import rollback, rollback_target, template_options
+from agents.planning.rollback import rollback_draft, rollback_target, template_options
 from agents.planning.subject import UNKNOWN, Subject, container_name, container_of, was
 
 
@@ -42,15 +43,27 @@ def _max_allocatable(ctx: Context, resource: str) -> int | None:
     return best or None
 
 
+#: A resource's quantities in numbers: memory in bytes, CPU in millicores.
+_UNITS: dict[str, Callable[[Any], int]] = {"memory": quantity_bytes, "cpu": quantity_millis}
+
+
+def _resource_of(
+    subject: Subject, workload: KubeObject, memory: Aspect
+) -> tuple[Suspect, str, str, JsonObject]:
+    """The suspect, its container, its resource ("memory" when the field's aspect is
+    `memory`, else "cpu") and that container's `resources` as they are now."""
+    suspect, field = subject.suspect, subject.field
+    assert suspect is not None and field is not None
+    name = container_name(workload, field, suspect)
+    resources = (container_of(workload.body, name) or {}).get("resources") or {}
+    return suspect, name, "memory" if field.aspect is memory else "cpu", resources
+
+
 def limit_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     """OOMKilled (memory) or throttled (CPU): raise the limit, back to where it was or above
     what the container uses."""
-    suspect, field = subject.suspect, subject.field
-    assert suspect is not None and field is not None
-    resource = "memory" if field.aspect is Aspect.LIMIT_MEMORY else "cpu"
-    units = quantity_bytes if resource == "memory" else quantity_millis
-    name = container_name(workload, field, suspect)
-    resources = (container_of(workload.body, name) or {}).get("resources") or {}
+    suspect, name, resource, resources = _resource_of(subject, workload, Aspect.LIMIT_MEMORY)
+    units = _UNITS[resource]
     live_text = (resources.get("limits") or {}).get(resource)
     request_text = (resources.get("requests") or {}).get(resource)
     limit = _Limit(
@@ -80,7 +93,7 @@ class _Limit:
     cap: int | None  # the largest ready node's allocatable, when known
 
     def units(self, text: Any) -> int:
-        return quantity_bytes(text) if self.resource == "memory" else quantity_millis(text)
+        return _UNITS[self.resource](text)
 
 
 def _limit_from_journal(limit: _Limit) -> Callable[[JsonObject], Any]:
@@ -183,12 +196,8 @@ def _raised_limit(
 
 def request_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     """Requests no node can satisfy: back to the requests it was scheduled with."""
-    suspect, field = subject.suspect, subject.field
-    assert suspect is not None and field is not None
-    resource = "memory" if field.aspect is Aspect.REQUEST_MEMORY else "cpu"
-    units = quantity_bytes if resource == "memory" else quantity_millis
-    name = container_name(workload, field, suspect)
-    resources = (container_of(workload.body, name) or {}).get("resources") or {}
+    suspect, name, resource, resources = _resource_of(subject, workload, Aspect.REQUEST_MEMORY)
+    units = _UNITS[resource]
     live_text = (resources.get("requests") or {}).get(resource)
     live = units(live_text) if live_text is not None else 0
 
@@ -333,11 +342,13 @@ def _previous_template(ctx: Context, subject: Subject, workload: KubeObject) -> 
     if revision is None:
         return []
     return [
-        Draft(
-            tier=Tier.DERIVED,
-            actions=(rollback(ctx, workload, revision),),
-            rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+        rollback_draft(
+            ctx,
+            workload,
+            revision,
+            f"{subject.statement()}. Revision {revision.revision} is the pod "
             "template from before that change, scheduling constraints included.",
+            tier=Tier.DERIVED,
         )
     ]
 

@@ -19,7 +19,7 @@ from agents.diagnosis.suspect import Suspect
 from agents.model import KubeObject, PodState
 from agents.planning.context import Context
 from agents.planning.drafts import NOTHING, Draft, Options, Tier
-from agents.planning.rollback import rollback, rollback_target, template_changed
+from agents.planning.rollback import rollback_draft, rollback_target, template_changed
 from agents.planning.rules_resources import limit_options
 from agents.planning.rules_service import derived_ports, derived_selector, mismatched
 from agents.planning.subject import Subject
@@ -108,10 +108,11 @@ def broken_rollout(ctx: Context, subject: Subject, workload: KubeObject) -> Opti
         return NOTHING
     return Options(
         drafts=(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Container {name} is "
+            rollback_draft(
+                ctx,
+                workload,
+                revision,
+                f"{subject.statement()}. Container {name} is "
                 f"{stuck[0].reason or 'failing'} with {live.get(name, stuck[0].image)}; "
                 f"revision {revision.revision} {what}, and rolling back to it restores that.",
             ),

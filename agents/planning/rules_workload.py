@@ -27,7 +27,7 @@ from agents.planning.paths import (
     short,
 )
 from agents.planning.rollback import (
-    rollback,
+    rollback_draft,
     rollback_target,
     template_changed,
     template_options,
@@ -151,10 +151,11 @@ def image_options(ctx: Context, subject: Subject, workload: KubeObject) -> Optio
     earlier_image = revision.images.get(name) if revision is not None else None
     if revision is not None and earlier_image != live_image:
         drafts.append(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Revision {revision.revision} of "
+            rollback_draft(
+                ctx,
+                workload,
+                revision,
+                f"{subject.statement()}. Revision {revision.revision} of "
                 f"{workload.name} ran {earlier_image or 'an earlier image'}; rolling back to it "
                 "puts the pod template back as it was before the rollout.",
             )
@@ -194,10 +195,11 @@ def command_options(ctx: Context, subject: Subject, workload: KubeObject) -> Opt
     revision = rollback_target(ctx, workload)
     if revision is not None:
         drafts.append(
-            Draft(
-                tier=Tier.RESTORE,
-                actions=(rollback(ctx, workload, revision),),
-                rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+            rollback_draft(
+                ctx,
+                workload,
+                revision,
+                f"{subject.statement()}. Revision {revision.revision} is the pod "
                 f"template from before that change; rolling back restores the {attr} with it.",
             )
         )
@@ -351,10 +353,11 @@ def _rolled_back_env(ctx: Context, subject: Subject, workload: KubeObject) -> li
     if revision is None or not template_changed(ctx, workload):
         return []
     return [
-        Draft(
-            tier=Tier.RESTORE,
-            actions=(rollback(ctx, workload, revision),),
-            rationale=f"{subject.statement()}. Revision {revision.revision} is the pod "
+        rollback_draft(
+            ctx,
+            workload,
+            revision,
+            f"{subject.statement()}. Revision {revision.revision} is the pod "
             "template from before that change, env included.",
         )
     ]

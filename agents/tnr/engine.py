@@ -44,9 +44,9 @@ from agents.model import (
 )
 from agents.ports import Clock, ClusterReader, ClusterWriter
 from agents.severity import Severity, SeverityMeter
+from agents.tnr.ledger import StorageLedger
 from agents.tnr.limits import TnrLimits
 from agents.tnr.lock import WriterLock
-from agents.tnr.ports import Ledger
 from agents.tnr.preview import PreviewedAction, preview
 from agents.tnr.records import Snapshot, TransactionRecord, UndoRecord
 from agents.tnr.restore import Restorer
@@ -54,6 +54,12 @@ from agents.tnr.validation import DeadlineExceeded, Validator
 from storage.records import AuditVerb
 
 logger = logging.getLogger(__name__)
+
+#: What the audit trail calls a transaction that opened nothing, by its outcome.
+_UNOPENED_VERBS = {
+    OutcomeKind.REFUSED: AuditVerb.REFUSE,
+    OutcomeKind.NOT_STARTED: AuditVerb.NOT_STARTED,
+}
 
 Checkpoint = Callable[[str], None]
 
@@ -291,7 +297,7 @@ class TransactionEngine:
         reader: ClusterReader,
         writer: ClusterWriter,
         meter: SeverityMeter,
-        ledger: Ledger,
+        ledger: StorageLedger,
         clock: Clock,
         holder: str,
         limits: TnrLimits | None = None,
@@ -317,7 +323,7 @@ class TransactionEngine:
     # --------------------------------------------------------------------------- helpers
 
     @property
-    def ledger(self) -> Ledger:
+    def ledger(self) -> StorageLedger:
         return self._ledger
 
     @property
@@ -384,23 +390,9 @@ class TransactionEngine:
         if not reasons:
             return None
         reason = "; ".join(reasons)
-        self._ledger.audit(
-            AuditVerb.REFUSE,
-            actor=request.actor,
-            scope=request.scope,
-            at=self._clock.now(),
-            incident_id=request.incident_id,
-            detail={"reason": reason, "actions": [action_to_json(a) for a in request.actions]},
-        )
         logger.info("transaction refused before any write: %s", reason)
-        return Outcome(
-            transaction_id=TransactionId(""),
-            kind=OutcomeKind.REFUSED,
-            mu_before=request.mu0,
-            mu_after=None,
-            healthy=False,
-            reason=reason,
-        )
+        actions = [action_to_json(a) for a in request.actions]
+        return self._unopened(request, OutcomeKind.REFUSED, reason, actions=actions)
 
     def run(
         self, request: TransactionRequest, *, on_progress: ProgressCallback | None = None
@@ -494,18 +486,24 @@ class TransactionEngine:
     def _not_started(self, request: TransactionRequest, unknown: tuple[str, ...]) -> Outcome:
         """μ_before is unknown: open nothing, write nothing, say what could not be read."""
         reason = f"not started: cannot measure {', '.join(unknown)}"
+        logger.warning("transaction on %s %s", request.scope.key, reason)
+        return self._unopened(request, OutcomeKind.NOT_STARTED, reason, unknown=list(unknown))
+
+    def _unopened(
+        self, request: TransactionRequest, kind: OutcomeKind, reason: str, **detail: object
+    ) -> Outcome:
+        """Audit a transaction that opened nothing and wrote nothing, and answer with it."""
         self._ledger.audit(
-            AuditVerb.NOT_STARTED,
+            _UNOPENED_VERBS[kind],
             actor=request.actor,
             scope=request.scope,
             at=self._clock.now(),
             incident_id=request.incident_id,
-            detail={"reason": reason, "unknown": list(unknown)},
+            detail={"reason": reason, **detail},
         )
-        logger.warning("transaction on %s %s", request.scope.key, reason)
         return Outcome(
             transaction_id=TransactionId(""),
-            kind=OutcomeKind.NOT_STARTED,
+            kind=kind,
             mu_before=request.mu0,
             mu_after=None,
             healthy=False,

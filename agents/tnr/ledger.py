@@ -1,8 +1,10 @@
-"""`StorageLedger`: the engine's `Ledger` port over the repositories of `storage`.
+"""`StorageLedger`: what the transaction engine persists, over the repositories of `storage`.
 
-Rows become frozen records here and nowhere else. Each method is one storage call, hence one
-database transaction: a crash between two of them leaves the state the engine's recovery is
-written to handle.
+The engine, the writer lock and restore are written against this class (it has one
+implementation, so no Protocol stands in front of it). Storage records become the engine's
+frozen values here and nowhere else. Each method is one storage call, hence one database
+transaction: a crash between two of them leaves the state the engine's recovery is written to
+handle.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ class StorageLedger:
         )
 
     def interrupted(self) -> Sequence[TransactionRecord]:
+        """Transactions a crash left open, validating or aborting."""
         return [_tx(row) for row in self._store.transactions.list_interrupted()]
 
     def for_incident(self, incident_id: IncidentId) -> Sequence[TransactionRecord]:
@@ -159,6 +162,7 @@ class StorageLedger:
         snapshot: Snapshot,
         at: datetime,
     ) -> UndoRecord:
+        """Persist a write-ahead undo entry (state PENDING) before the write it covers."""
         # `seq` is assigned by storage (top of the stack + 1); ours is only a hint.
         row = self._store.undo.push(
             StoredUndoEntry(
@@ -203,11 +207,14 @@ class StorageLedger:
         self._store.undo.mark_skipped(entry_id, at=at)
 
     def stack(self, transaction_id: TransactionId) -> Sequence[UndoRecord]:
+        """The transaction's entries, last pushed first (the order an abort pops them)."""
         return [_entry(row) for row in self._store.undo.stack(transaction_id)]
 
     def later_transactions_on(
         self, transaction_id: TransactionId, targets: Sequence[ObjectRef]
     ) -> Sequence[TransactionRecord]:
+        """Committed transactions, started after this one and not undone, that wrote any of
+        `targets`: they must be undone first (undo is LIFO across transactions)."""
         ids = self._store.undo.later_transactions(transaction_id)
         return [self.transaction(TransactionId(i)) for i in ids]
 
@@ -237,10 +244,12 @@ class StorageLedger:
 
     # ------------------------------------------------------------------------ locks
     def acquire_lock(self, scope: Scope, holder: str, ttl_s: float) -> int | None:
+        """A fencing token, or None when another holder has an unexpired lease."""
         lease = self._store.locks.acquire(scope.key, holder, ttl_s)
         return lease.token if lease is not None else None
 
     def renew_lock(self, scope: Scope, holder: str, token: int, ttl_s: float) -> None:
+        """Raises `LockLost` when the lease was taken over."""
         try:
             self._store.locks.renew(scope.key, holder, token, ttl_s)
         except StaleToken as e:
@@ -250,10 +259,12 @@ class StorageLedger:
         self._store.locks.release(scope.key, holder, token)
 
     def lease_holder(self, scope: Scope) -> str | None:
+        """Who holds an unexpired lease on `scope` now, if anyone."""
         lease = self._store.locks.current(scope.key)
         return lease.holder if lease is not None else None
 
     def last_lease(self, scope: Scope) -> LeaseRecord | None:
+        """The lease on `scope` as it stands, expired or not; None if never granted."""
         lease = self._store.locks.last(scope.key)
         if lease is None:
             return None
@@ -265,6 +276,8 @@ class StorageLedger:
         )
 
     def assert_lock(self, scope: Scope, token: int, *, min_remaining_s: float = 0.0) -> None:
+        """Raises `LockLost` unless `token` is the current holder's token with at least
+        `min_remaining_s` of its lease left."""
         try:
             self._store.locks.assert_current(scope.key, token, min_remaining_s=min_remaining_s)
         except StaleToken as e:

@@ -33,7 +33,7 @@ from agents.deadlines import LEASE_SHARE
 from agents.errors import LockLost, StratusError
 from agents.model import Scope
 from agents.ports import Clock
-from agents.tnr.ports import Ledger
+from agents.tnr.ledger import StorageLedger
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class LockBusy(StratusError):
 class WriterLock:
     def __init__(
         self,
-        ledger: Ledger,
+        ledger: StorageLedger,
         clock: Clock,
         *,
         scope: Scope,

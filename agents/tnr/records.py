@@ -1,7 +1,7 @@
 """The engine's view of what it persisted: transactions and undo entries, as frozen values.
 
-`Ledger` (in `agents.tnr.ledger`) maps these to and from storage; the rest of the engine never
-sees a storage record.
+`StorageLedger` (in `agents.tnr.ledger`) maps these to and from storage; the rest of the engine
+never sees a storage record.
 """
 
 from __future__ import annotations

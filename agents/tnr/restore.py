@@ -15,8 +15,8 @@ from agents.actions.snapshot import comparable, field_changes, restorable
 from agents.errors import Conflict, NotFound
 from agents.model import JsonObject, KubeObject, ObjectRef, Scope, UndoState
 from agents.ports import Clock, ClusterReader, ClusterWriter
+from agents.tnr.ledger import StorageLedger
 from agents.tnr.lock import WriterLock
-from agents.tnr.ports import Ledger
 from agents.tnr.records import UndoRecord
 from storage.records import AuditVerb
 
@@ -55,7 +55,7 @@ class Restorer:
         *,
         reader: ClusterReader,
         writer: ClusterWriter,
-        ledger: Ledger,
+        ledger: StorageLedger,
         clock: Clock,
         field_manager: str,
     ) -> None:

@@ -66,15 +66,9 @@ def _model(reasoner: str) -> LanguageModel | None:
             click.echo("stratus: --reasoner claude needs ANTHROPIC_API_KEY", err=True)
             sys.exit(EXIT_USAGE)
         return None
-    from agents.adapters.anthropic_model import AnthropicModel
+    from bot.services import claude_model
 
-    return AnthropicModel(
-        api_key=settings.api_key,
-        model=settings.model,
-        base_url=settings.base_url,
-        timeout_s=settings.timeout_s,
-        max_retries=settings.max_retries,
-    )
+    return claude_model(settings)
 
 
 def _write(path: Path, data: str | bytes) -> None:

@@ -48,9 +48,11 @@ def row_of(record: DataclassInstance, model: type[RowT]) -> RowT:
     return model(**{f.name: getattr(record, f.name) for f in fields(record)})
 
 
-def record_of(row: SQLModel, kind: type[RecordT]) -> RecordT:
-    """The record of a row read or written in a session (the row is left behind)."""
-    return kind(**{f.name: getattr(row, f.name) for f in fields(kind)})
+def record_of(row: SQLModel, kind: type[RecordT], **extra: Any) -> RecordT:
+    """The record of a row read or written in a session (the row is left behind); `extra`
+    gives the fields the row has no column for."""
+    columns = {f.name: getattr(row, f.name) for f in fields(kind) if f.name not in extra}
+    return kind(**columns, **extra)
 
 
 def records_of(rows: Iterable[RowT], kind: type[RecordT]) -> list[RecordT]:

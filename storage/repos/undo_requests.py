@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlmodel import col, delete, select
 
 from storage.db import database_now
-from storage.repos.base import Repository
+from storage.repos.base import Repository, record_of
 from storage.tables import UndoRequestRow
 
 
@@ -82,15 +82,4 @@ class UndoRequestRepository(Repository):
 
 def _request(row: UndoRequestRow, now: datetime) -> UndoRequest:
     assert row.id is not None
-    return UndoRequest(
-        id=row.id,
-        cluster=row.cluster,
-        transaction_id=row.transaction_id,
-        user=row.user,
-        channel=row.channel,
-        view_id=row.view_id,
-        confirm_drift=row.confirm_drift,
-        requested_at=row.requested_at,
-        via=row.via,
-        age_s=max((now - row.requested_at).total_seconds(), 0.0),
-    )
+    return record_of(row, UndoRequest, age_s=max((now - row.requested_at).total_seconds(), 0.0))
