@@ -27,7 +27,7 @@ import hashlib
 import logging
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from agents.detection.scan_rules import (
@@ -124,18 +124,7 @@ class Scanner:
             del self._conditions[key]
             fired = self._firing.pop(key, None)
             if fired is not None:
-                out.append(
-                    Alert(
-                        fingerprint=fired.fingerprint,
-                        name=fired.name,
-                        status=AlertStatus.RESOLVED,
-                        labels=fired.labels,
-                        annotations=fired.annotations,
-                        starts_at=fired.starts_at,
-                        ends_at=now,
-                        source=SCAN_SOURCE,
-                    )
-                )
+                out.append(replace(fired, status=AlertStatus.RESOLVED, ends_at=now))
         return out
 
     def _alert(self, condition: _Condition, status: AlertStatus) -> Alert:

@@ -155,14 +155,20 @@ class Approvals:
         )
         count = self._store.approvals.count_valid(plan.id, plan.content_hash, now)
         needed = policy.approvals_needed(plan.risk)
-        if count < needed:
-            self._m.notifier.notify(
-                ApprovalRecorded(
-                    incident=incident,
-                    plan=plan,
-                    user=person.user_id,
-                )
+        # Exactly one caller wins this compare-and-set; the others see ALREADY. The machine
+        # takes the decision (AWAITING_APPROVAL → EXECUTING) on its next drive.
+        if count >= needed and not self._store.plans.set_status(
+            plan.id,
+            PlanStatus.APPROVED.value,
+            expected=PlanStatus.PROPOSED.value,
+            decided_at=now,
+            decided_by=person.user_id,
+        ):
+            return Decision(
+                verdict=Verdict.ALREADY, message="This plan is already approved.", plan=plan
             )
+        self._m.notifier.notify(ApprovalRecorded(incident=incident, plan=plan, user=person.user_id))
+        if count < needed:
             return Decision(
                 verdict=Verdict.RECORDED,
                 message=f"Approval recorded ({count}/{needed}); {plan.risk}-risk plans need "
@@ -171,26 +177,6 @@ class Approvals:
                 approvals=count,
                 needed=needed,
             )
-        # Exactly one caller wins this compare-and-set; the others see ALREADY.
-        won = self._store.plans.set_status(
-            plan.id,
-            PlanStatus.APPROVED.value,
-            expected=PlanStatus.PROPOSED.value,
-            decided_at=now,
-            decided_by=person.user_id,
-        )
-        if not won:
-            return Decision(
-                verdict=Verdict.ALREADY, message="This plan is already approved.", plan=plan
-            )
-        # The machine takes the decision (AWAITING_APPROVAL → EXECUTING) on its next drive.
-        self._m.notifier.notify(
-            ApprovalRecorded(
-                incident=incident,
-                plan=plan,
-                user=person.user_id,
-            )
-        )
         return Decision(
             verdict=Verdict.APPROVED,
             message="Approved: running the transaction.",

@@ -12,7 +12,7 @@ from agents.diagnosis.facts import STRATUS_MANAGER
 from agents.kubeparse import pod_spec_digest
 from agents.model import KubeObject, RevisionInfo
 from agents.planning.context import Context
-from agents.planning.drafts import NOTHING, Draft, Options, Tier
+from agents.planning.drafts import Draft, Options, Tier
 from agents.planning.subject import Subject
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -84,19 +84,27 @@ def template_changed(ctx: Context, workload: KubeObject) -> bool:
     )
 
 
+def template_before(
+    ctx: Context,
+    subject: Subject,
+    workload: KubeObject,
+    restores: str,
+    *,
+    changed_only: bool = True,
+    tier: Tier = Tier.RESTORE,
+) -> list[Draft]:
+    """Roll back to the pod template from before its last change (`changed_only`: only when
+    someone other than Stratus changed it within the lookback), saying what that `restores`."""
+    revision = rollback_target(ctx, workload)
+    if revision is None or (changed_only and not template_changed(ctx, workload)):
+        return []
+    rationale = (
+        f"{subject.statement()}. Revision {revision.revision} is {workload.name}'s pod "
+        f"template from before its last change; rolling back to it restores {restores}."
+    )
+    return [rollback_draft(ctx, workload, revision, rationale, tier=tier)]
+
+
 def template_options(ctx: Context, subject: Subject, workload: KubeObject) -> Options:
     """Any other field of the pod template: the revision from before the change."""
-    revision = rollback_target(ctx, workload)
-    if revision is None or not template_changed(ctx, workload):
-        return NOTHING
-    return Options(
-        drafts=(
-            rollback_draft(
-                ctx,
-                workload,
-                revision,
-                f"{subject.statement()}. Revision {revision.revision} is the pod "
-                f"template of {workload.name} from before it was changed.",
-            ),
-        )
-    )
+    return Options(drafts=tuple(template_before(ctx, subject, workload, "the template as it was")))

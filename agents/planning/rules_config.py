@@ -25,7 +25,7 @@ from agents.planning.drafts import NOTHING, Draft, Options, Tier
 from agents.planning.grounding import Grounding
 from agents.planning.paths import Aspect, literal, short
 from agents.planning.plan import Escalation
-from agents.planning.rollback import rollback_draft, rollback_target, template_changed
+from agents.planning.rollback import template_before
 from agents.planning.subject import UNKNOWN, Subject, was
 from agents.planning.template import ConfigMapWay, PodTemplate
 from agents.redact import looks_secret
@@ -276,20 +276,12 @@ def _missing(ctx: Context, subject: Subject) -> Options:
     has no snapshot to undo to), but a template change that renamed it can be rolled back."""
     suspect = subject.suspect
     assert suspect is not None
-    drafts: list[Draft] = []
     workload = ctx.workload_for(subject.hypothesis.service)
-    if workload is not None and template_changed(ctx, workload):
-        revision = rollback_target(ctx, workload)
-        if revision is not None:
-            drafts.append(
-                rollback_draft(
-                    ctx,
-                    workload,
-                    revision,
-                    f"{subject.statement()}. {workload.name}'s pod template changed "
-                    f"recently; revision {revision.revision} is from before that change.",
-                )
-            )
+    drafts = (
+        []
+        if workload is None
+        else template_before(ctx, subject, workload, "the ConfigMap reference as it was")
+    )
     readers_text = _names([r.workload for r in readers(ctx, suspect.name, None)]) or "its readers"
     return Options(
         drafts=tuple(drafts),

@@ -29,7 +29,7 @@ from agents.planning.paths import (
     round_memory_up,
     short,
 )
-from agents.planning.rollback import rollback_draft, rollback_target, template_options
+from agents.planning.rollback import template_before, template_options
 from agents.planning.subject import UNKNOWN, Subject, container_name, container_of, was
 
 
@@ -338,19 +338,14 @@ def _relaxed_constraint(
 
 
 def _previous_template(ctx: Context, subject: Subject, workload: KubeObject) -> list[Draft]:
-    revision = rollback_target(ctx, workload)
-    if revision is None:
-        return []
-    return [
-        rollback_draft(
-            ctx,
-            workload,
-            revision,
-            f"{subject.statement()}. Revision {revision.revision} is the pod "
-            "template from before that change, scheduling constraints included.",
-            tier=Tier.DERIVED,
-        )
-    ]
+    return template_before(
+        ctx,
+        subject,
+        workload,
+        "the scheduling constraints with it",
+        changed_only=False,
+        tier=Tier.DERIVED,
+    )
 
 
 def _satisfiable(ctx: Context, selector: dict[str, str]) -> dict[str, str] | None:

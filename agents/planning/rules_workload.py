@@ -29,7 +29,7 @@ from agents.planning.paths import (
 from agents.planning.rollback import (
     rollback_draft,
     rollback_target,
-    template_changed,
+    template_before,
     template_options,
 )
 from agents.planning.rules_resources import limit_options, request_options, scheduling_options
@@ -191,18 +191,7 @@ def command_options(ctx: Context, subject: Subject, workload: KubeObject) -> Opt
     attr = "args" if field.aspect is Aspect.ARGS else "command"
     name = container_name(workload, field, suspect)
     live = (container_of(workload.body, name) or {}).get(attr)
-    drafts: list[Draft] = []
-    revision = rollback_target(ctx, workload)
-    if revision is not None:
-        drafts.append(
-            rollback_draft(
-                ctx,
-                workload,
-                revision,
-                f"{subject.statement()}. Revision {revision.revision} is the pod "
-                f"template from before that change; rolling back restores the {attr} with it.",
-            )
-        )
+    drafts = template_before(ctx, subject, workload, f"the {attr} with it", changed_only=False)
 
     def from_journal(body: JsonObject) -> Any:
         c = container_of(body, name)
@@ -349,18 +338,7 @@ def _restored_env(ctx: Context, subject: Subject, suspect: Suspect, var: _EnvVar
 
 
 def _rolled_back_env(ctx: Context, subject: Subject, workload: KubeObject) -> list[Draft]:
-    revision = rollback_target(ctx, workload)
-    if revision is None or not template_changed(ctx, workload):
-        return []
-    return [
-        rollback_draft(
-            ctx,
-            workload,
-            revision,
-            f"{subject.statement()}. Revision {revision.revision} is the pod "
-            "template from before that change, env included.",
-        )
-    ]
+    return template_before(ctx, subject, workload, "the env with it")
 
 
 def _corrected_env(ctx: Context, subject: Subject, var: _EnvVar) -> list[Draft]:

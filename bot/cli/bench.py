@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -69,6 +70,20 @@ def _model(reasoner: str) -> LanguageModel | None:
     from bot.services import claude_model
 
     return claude_model(settings)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _report_file(flag: str, help: str) -> Callable[[_F], _F]:
+    """An option naming a file the report is written to (`--json` → `json_path`)."""
+    return click.option(
+        flag,
+        f"{flag.removeprefix('--')}_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=help,
+    )
 
 
 def _write(path: Path, data: str | bytes) -> None:
@@ -137,27 +152,9 @@ def _write(path: Path, data: str | bytes) -> None:
     default=None,
     help="Run the bench at each value and write one report: plan-noise=0,0.2,0.4.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the report as JSON (summary and every scenario, per agent).",
-)
-@click.option(
-    "--markdown",
-    "markdown_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the comparison table, outcomes and failures as Markdown.",
-)
-@click.option(
-    "--chart",
-    "chart_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write a PNG chart of the agents side by side.",
-)
+@_report_file("--json", "Write the report as JSON (summary and every scenario, per agent).")
+@_report_file("--markdown", "Write the comparison table, outcomes and failures as Markdown.")
+@_report_file("--chart", "Write a PNG chart of the agents side by side.")
 def bench(
     *,
     suite_dir: Path | None,

@@ -7,6 +7,7 @@ and exits 2, never a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -34,19 +35,12 @@ def db() -> None:
 def db_upgrade(revision: str | None, revision_option: str | None) -> None:
     """Apply migrations up to REVISION, `head` by default (the bot also does this at start).
     Spelt like `db downgrade REVISION`; `--revision` is kept for older scripts."""
-    from storage.migrations import MigrationError, upgrade
+    from storage.migrations import upgrade
 
     if revision is not None and revision_option is not None and revision != revision_option:
         click.echo("stratus: give the revision once (REVISION or --revision)", err=True)
         sys.exit(2)
-    revision = revision or revision_option or "head"
-    url = database_url(environment())
-    try:
-        upgrade(url, revision)
-    except MigrationError as e:
-        click.echo(f"stratus: {e}", err=True)
-        sys.exit(1)
-    click.echo(f"database at {revision}")
+    _migrate(upgrade, revision or revision_option or "head")
 
 
 @db.command("downgrade")
@@ -54,11 +48,17 @@ def db_upgrade(revision: str | None, revision_option: str | None) -> None:
 @settings_errors_exit_2
 def db_downgrade(revision: str) -> None:
     """Revert migrations down to REVISION (`base` empties the schema)."""
-    from storage.migrations import MigrationError, downgrade
+    from storage.migrations import downgrade
 
-    url = database_url(environment())
+    _migrate(downgrade, revision)
+
+
+def _migrate(move: Callable[[str, str], object], revision: str) -> None:
+    """Move the configured database to `revision`; a failed migration exits 1."""
+    from storage.migrations import MigrationError
+
     try:
-        downgrade(url, revision)
+        move(database_url(environment()), revision)
     except MigrationError as e:
         click.echo(f"stratus: {e}", err=True)
         sys.exit(1)

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlmodel import col, select
 
 from storage.records import AuditVerb, StoredAudit
-from storage.repos.base import Repository, record_of, row_of
+from storage.repos.base import Repository, narrowed, record_of, row_of
 from storage.tables import AuditRow
 
 
@@ -42,22 +42,19 @@ class AuditRepository(Repository):
     ) -> list[StoredAudit]:
         """Matching records in the order they were written (`since` inclusive, `until`
         exclusive)."""
-        query = select(AuditRow)
-        if incident_id is not None:
-            query = query.where(col(AuditRow.incident_id) == incident_id)
-        if transaction_id is not None:
-            query = query.where(col(AuditRow.transaction_id) == transaction_id)
+        query = narrowed(
+            select(AuditRow),
+            AuditRow,
+            since=since,
+            until=until,
+            incident_id=incident_id,
+            transaction_id=transaction_id,
+            actor=actor,
+            scope=scope,
+        )
         if verb is not None:
             verbs = (verb,) if isinstance(verb, str) else tuple(verb)
             query = query.where(col(AuditRow.verb).in_(verbs))
-        if actor is not None:
-            query = query.where(col(AuditRow.actor) == actor)
-        if scope is not None:
-            query = query.where(col(AuditRow.scope) == scope)
-        if since is not None:
-            query = query.where(col(AuditRow.at) >= since)
-        if until is not None:
-            query = query.where(col(AuditRow.at) < until)
         query = query.order_by(col(AuditRow.at), col(AuditRow.id)).limit(limit)
         with self._db.read() as s:
             return [_record(row) for row in s.exec(query)]

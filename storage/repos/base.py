@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import SQLModel
+from sqlmodel import SQLModel, col
 
 from storage.db import Database
 
@@ -65,6 +66,30 @@ def values_of(record: DataclassInstance, *, exclude: Collection[str] = ()) -> di
     if data.get("id", 0) is None:
         del data["id"]
     return data
+
+
+QueryT = TypeVar("QueryT", bound=Any)
+
+
+def narrowed(
+    query: QueryT,
+    model: type[SQLModel],
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    at: str = "at",
+    **equal: object,
+) -> QueryT:
+    """`query` with a condition for each column of `equal` whose value is given (not None),
+    and the time column `at` from `since` (inclusive) to `until` (exclusive)."""
+    for name, value in equal.items():
+        if value is not None:
+            query = query.where(col(getattr(model, name)) == value)
+    if since is not None:
+        query = query.where(col(getattr(model, at)) >= since)
+    if until is not None:
+        query = query.where(col(getattr(model, at)) < until)
+    return query
 
 
 def as_tuple(value: str | Collection[str]) -> tuple[str, ...]:

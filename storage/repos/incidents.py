@@ -21,6 +21,7 @@ from storage.repos.base import (
     Repository,
     as_tuple,
     given,
+    narrowed,
     record_of,
     records_of,
     row_of,
@@ -64,10 +65,7 @@ class IncidentRepository(Repository):
     ) -> list[StoredIncident]:
         """Incidents not yet closed, oldest first (a restart resumes each of them)."""
         query = select(IncidentRow).where(col(IncidentRow.state) != INCIDENT_CLOSED)
-        if cluster is not None:
-            query = query.where(col(IncidentRow.cluster) == cluster)
-        if namespace is not None:
-            query = query.where(col(IncidentRow.namespace) == namespace)
+        query = narrowed(query, IncidentRow, cluster=cluster, namespace=namespace)
         with self._db.read() as s:
             return records_of(
                 s.exec(query.order_by(col(IncidentRow.opened_at), col(IncidentRow.id))),
@@ -117,10 +115,7 @@ class IncidentRepository(Repository):
     ) -> list[StoredIncident]:
         """Closed incidents, newest first: the corpus of similar-incident search."""
         query = select(IncidentRow).where(col(IncidentRow.state) == INCIDENT_CLOSED)
-        if cluster is not None:
-            query = query.where(col(IncidentRow.cluster) == cluster)
-        if since is not None:
-            query = query.where(col(IncidentRow.closed_at) >= since)
+        query = narrowed(query, IncidentRow, since=since, at="closed_at", cluster=cluster)
         query = query.order_by(col(IncidentRow.closed_at).desc(), col(IncidentRow.id)).limit(limit)
         with self._db.read() as s:
             return records_of(s.exec(query), StoredIncident)

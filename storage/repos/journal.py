@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlmodel import col, select
 
 from storage.records import StoredJournalEntry
-from storage.repos.base import Repository, record_of, records_of, row_of
+from storage.repos.base import Repository, narrowed, record_of, records_of, row_of
 from storage.tables import JournalEntryRow
 
 DELETED = "DELETED"
@@ -46,14 +46,7 @@ class JournalRepository(Repository):
             .where(col(JournalEntryRow.cluster) == cluster)
             .where(col(JournalEntryRow.namespace) == namespace)
         )
-        if kind is not None:
-            query = query.where(col(JournalEntryRow.kind) == kind)
-        if name is not None:
-            query = query.where(col(JournalEntryRow.name) == name)
-        if since is not None:
-            query = query.where(col(JournalEntryRow.at) >= since)
-        if until is not None:
-            query = query.where(col(JournalEntryRow.at) < until)
+        query = narrowed(query, JournalEntryRow, since=since, until=until, kind=kind, name=name)
         query = query.order_by(col(JournalEntryRow.at), col(JournalEntryRow.id)).limit(limit)
         with self._db.read() as s:
             return records_of(s.exec(query), StoredJournalEntry)

@@ -12,7 +12,7 @@ from sqlmodel import col, select, update
 
 from storage.errors import NotFound
 from storage.records import StoredPlan
-from storage.repos.base import Repository, as_tuple, given, record_of, records_of, row_of
+from storage.repos.base import Repository, as_tuple, given, narrowed, record_of, records_of, row_of
 from storage.tables import PlanRow
 
 logger = logging.getLogger(__name__)
@@ -42,8 +42,7 @@ class PlanRepository(Repository):
     ) -> list[StoredPlan]:
         """By attempt, then rank."""
         query = select(PlanRow).where(col(PlanRow.incident_id) == incident_id)
-        if attempt is not None:
-            query = query.where(col(PlanRow.attempt) == attempt)
+        query = narrowed(query, PlanRow, attempt=attempt)
         query = query.order_by(col(PlanRow.attempt), col(PlanRow.rank), col(PlanRow.created_at))
         with self._db.read() as s:
             return records_of(s.exec(query), StoredPlan)

@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select, update
 
 from storage.errors import NotFound
 from storage.records import StoredSlackMessage
-from storage.repos.base import Repository, given, record_of, records_of, values_of
+from storage.repos.base import Repository, given, narrowed, record_of, records_of, values_of
 from storage.tables import SlackMessageRow
 
 
@@ -44,13 +44,9 @@ class SlackMessageRepository(Repository):
         ref: str | None = None,
     ) -> list[StoredSlackMessage]:
         """Messages matching every given field, oldest first."""
-        query = select(SlackMessageRow)
-        if incident_id is not None:
-            query = query.where(col(SlackMessageRow.incident_id) == incident_id)
-        if kind is not None:
-            query = query.where(col(SlackMessageRow.kind) == kind)
-        if ref is not None:
-            query = query.where(col(SlackMessageRow.ref) == ref)
+        query = narrowed(
+            select(SlackMessageRow), SlackMessageRow, incident_id=incident_id, kind=kind, ref=ref
+        )
         query = query.order_by(col(SlackMessageRow.created_at), col(SlackMessageRow.id))
         with self._db.read() as s:
             return records_of(s.exec(query), StoredSlackMessage)
