@@ -11,6 +11,7 @@ parsed once into the typed snapshots below (`PodState`, `WorkloadState`, ...).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -464,6 +465,15 @@ class Evidence:
     summary: str  # one line a human reads
     service: str | None = None
     detail: str = ""  # bounded excerpt (already redacted)
+
+    def detail_object(self) -> JsonObject:
+        """`detail` read as the JSON object a rule wrote there; {} when it holds none (a
+        stored diagnosis from another version, or a plain excerpt)."""
+        try:
+            value = json.loads(self.detail) if self.detail else {}
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -68,7 +68,14 @@ from agents.tnr.ledger import StorageLedger
 from agents.wiring import Brain, build_brain
 from bot.channels import IncidentChannels
 from bot.chart_process import close_charts
-from bot.config import AnthropicSettings, Settings, SettingsError, SlackMode, check_deadlines
+from bot.config import (
+    AnthropicSettings,
+    KubernetesSettings,
+    Settings,
+    SettingsError,
+    SlackMode,
+    check_deadlines,
+)
 from bot.digest import register_digests
 from bot.directory import Directory
 from bot.errors import SlackCallFailed, StartupError
@@ -368,6 +375,16 @@ def _model(settings: Settings) -> LanguageModel | None:
     return claude_model(settings.anthropic)
 
 
+def connect_cluster(kubernetes: KubernetesSettings) -> KubernetesCluster:
+    """The Kubernetes adapter the settings describe. Raises `ClusterError`."""
+    return KubernetesCluster.connect(
+        kubeconfig=kubernetes.kubeconfig,
+        context=kubernetes.context,
+        cluster_name=kubernetes.cluster_name,
+        deadline=kubernetes.deadline,
+    )
+
+
 def claude_model(anthropic: AnthropicSettings) -> LanguageModel:
     """Claude through the Messages API, as the settings describe it."""
     from agents.adapters.anthropic_model import AnthropicModel
@@ -410,12 +427,7 @@ def build_services(settings: Settings, options: Options | None = None) -> Servic
     store = Store.connect(settings.database.url)
     clock: Clock = options.clock or SystemClock()
     try:
-        cluster = KubernetesCluster.connect(
-            kubeconfig=settings.kubernetes.kubeconfig,
-            context=settings.kubernetes.context,
-            cluster_name=settings.kubernetes.cluster_name,
-            deadline=settings.kubernetes.deadline,
-        )
+        cluster = connect_cluster(settings.kubernetes)
     except ClusterError as e:
         store.close()
         raise StartupError(str(e)) from e

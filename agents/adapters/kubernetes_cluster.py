@@ -34,6 +34,7 @@ from kubernetes.client.exceptions import ApiException
 
 from agents import kubeparse
 from agents.adapters.kinds import kind_info
+from agents.adapters.retry import bounded_retry
 from agents.deadlines import CallDeadline
 from agents.errors import (
     ClusterError,
@@ -108,19 +109,7 @@ def _status_message(reason: str, body: str) -> tuple[str, float]:
 
 def bounded(configuration: k8s.Configuration, deadline: CallDeadline) -> k8s.Configuration:
     """`configuration` with the pool's retries bounded by `deadline` (see the module doc)."""
-    retries = deadline.attempts - 1
-    configuration.retries = urllib3.Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=0,
-        other=0,
-        redirect=0,
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        backoff_factor=0,
-        respect_retry_after_header=False,
-        raise_on_status=False,
-    )
+    configuration.retries = bounded_retry(deadline, allowed_methods={"GET", "HEAD"})
     configuration.client_go_retries = False
     return configuration
 

@@ -30,10 +30,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import requests
-import urllib3
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
+from agents.adapters.retry import bounded_retry
 from agents.adapters.signal_profiles import (
     AUTO,
     CALL_GRAPH,
@@ -89,22 +89,10 @@ class PrometheusMetrics:
         self._discovery_unavailable = False
         self._discovery_lock = threading.Lock()
         self.deadline = deadline or CallDeadline()
-        retries = self.deadline.attempts - 1
-        retry = urllib3.Retry(
-            total=retries,
-            connect=retries,
-            read=retries,
-            status=0,
-            other=0,
-            redirect=0,
-            backoff_factor=0,
-            respect_retry_after_header=False,
-            raise_on_status=False,
-        )
         self._client = PrometheusConnect(
             url=self._url,
             disable_ssl=True,
-            retry=retry,
+            retry=bounded_retry(self.deadline),
             # requests takes (connect, read); the library only passes it through.
             timeout=(self.deadline.connect_s, self.deadline.read_s),
         )

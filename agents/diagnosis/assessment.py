@@ -70,11 +70,7 @@ class Assessment:
         for evidence in diagnosis.evidence:
             if not evidence.source.startswith(PREFIX):
                 continue
-            try:
-                detail = json.loads(evidence.detail) if evidence.detail else {}
-            except ValueError:
-                detail = {}
-            detail = detail if isinstance(detail, dict) else {}
+            detail = evidence.detail_object()
             return cls(
                 unhealthy=_strings(detail.get("unhealthy")),
                 tied=_strings(detail.get("tied")),

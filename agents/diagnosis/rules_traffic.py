@@ -23,7 +23,7 @@ from agents.diagnosis.changes import json_diff
 from agents.diagnosis.facts import STRATUS_MANAGER, Blame, Facts, Touch
 from agents.diagnosis.graph import Reference, references
 from agents.diagnosis.observe import ServiceSpec
-from agents.diagnosis.signs import Sign
+from agents.diagnosis.signs import Sign, edit_distance
 from agents.diagnosis.suspect import Suspect
 
 _C = "spec.template.spec.containers"
@@ -470,18 +470,9 @@ def _address_candidate(
 def _near(host: str, names: set[str]) -> bool:
     """One or two edits away from an existing Service name: a typo, not another cluster's host."""
     for name in names:
-        if abs(len(name) - len(host)) <= 2 and host != name and _distance(host, name) <= 2:
+        if abs(len(name) - len(host)) <= 2 and host != name and edit_distance(host, name) <= 2:
             return True
     return False
-
-
-def _distance(a: str, b: str) -> int:
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-    return row[-1]
 
 
 def recent_change(facts: Facts, service: str) -> Iterator[Candidate]:

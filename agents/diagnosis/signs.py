@@ -217,3 +217,14 @@ def address_of(value: str) -> tuple[str, int | None] | None:
 
 def looks_like_address_key(key: str) -> bool:
     return bool(re.search(r"(ADDR|HOST|URL|URI|ENDPOINT|SERVER|SERVICE|DSN|_SVC)", key, re.I))
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: how many one-letter edits turn `a` into `b` (a host name one
+    typo away from a Service's is a misspelt address, not another service)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]

@@ -81,11 +81,7 @@ class Suspect:
             return None
         rest = match["rest"].split("/")
         namespace, name = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
-        try:
-            detail = json.loads(evidence.detail) if evidence.detail else {}
-        except ValueError:
-            detail = {}
-        detail = detail if isinstance(detail, dict) else {}
+        detail = evidence.detail_object()
         return cls(
             kind=match["kind"],
             namespace=namespace,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agents.diagnosis.signs import edit_distance
 from agents.model import KubeObject
 
 _ADDRESS = re.compile(
@@ -24,15 +25,6 @@ MAX_EDITS = 2
 class Correction:
     value: str
     why: str
-
-
-def _distance(a: str, b: str) -> int:
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-    return row[-1]
 
 
 def _port_numbers(service: KubeObject) -> list[int]:
@@ -69,7 +61,7 @@ def _host_fixed(host: str, names: list[str]) -> tuple[str, str] | None:
     no name is close enough, or two are equally close."""
     if host in names:
         return host, ""
-    distances = sorted((_distance(host, name), name) for name in names)
+    distances = sorted((edit_distance(host, name), name) for name in names)
     close = [(d, name) for d, name in distances if d <= MAX_EDITS]
     if not close or (len(close) > 1 and close[0][0] == close[1][0]):
         return None

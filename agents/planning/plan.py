@@ -18,8 +18,25 @@ from agents.model import Diagnosis, Incident, IncidentId, Outcome, PlanId, PlanS
 from agents.planning.grounding import Grounding
 
 
+class _Actions:
+    """What a proposed plan and a stored one derive alike from their actions."""
+
+    __slots__ = ()
+    actions: tuple[Action, ...]
+
+    @property
+    def content_hash(self) -> str:
+        """Binds approvals to these exact actions."""
+        return actions_hash(self.actions)
+
+    @property
+    def risk(self) -> Risk:
+        """The riskiest action's."""
+        return max((a.risk for a in self.actions), key=lambda r: r.rank, default=Risk.LOW)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CandidatePlan:
+class CandidatePlan(_Actions):
     """What the planner proposes, before it is stored as a `Plan`."""
 
     actions: tuple[Action, ...]
@@ -35,17 +52,9 @@ class CandidatePlan:
     #: hypothesis). Empty: the namespace's autonomy decides.
     held: tuple[str, ...] = ()
 
-    @property
-    def content_hash(self) -> str:
-        return actions_hash(self.actions)
-
-    @property
-    def risk(self) -> Risk:
-        return max((a.risk for a in self.actions), key=lambda r: r.rank, default=Risk.LOW)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
+class Plan(_Actions):
     id: PlanId
     incident_id: IncidentId
     attempt: int
@@ -67,14 +76,6 @@ class Plan:
     def runs_unattended(self) -> bool:
         """False when the plan must wait for a person whatever the autonomy level."""
         return not self.held and not self.suggestions
-
-    @property
-    def content_hash(self) -> str:
-        return actions_hash(self.actions)
-
-    @property
-    def risk(self) -> Risk:
-        return max((a.risk for a in self.actions), key=lambda r: r.rank, default=Risk.LOW)
 
     def describe(self) -> str:
         return "; ".join(a.describe() for a in self.actions)

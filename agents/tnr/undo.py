@@ -71,11 +71,9 @@ class Undoer:
                 message=f"transaction {tx.id} is {tx.status}; "
                 "only committed transactions can be undone",
             )
-        try:
-            lock = self._engine.lock(tx.scope)
-            lock.acquire()
-        except LockBusy as e:
-            return UndoResult(transaction_id=tx.id, status=UndoStatus.FAILED, message=str(e))
+        lock = self._lock(tx)
+        if isinstance(lock, UndoResult):
+            return lock
         try:
             return self._undo_locked(
                 tx, lock, actor=actor, confirm_drift=confirm_drift, emit=on_progress
@@ -89,6 +87,15 @@ class Undoer:
             )
         finally:
             lock.release()
+
+    def _lock(self, tx: TransactionRecord) -> WriterLock | UndoResult:
+        """The scope's writer lock, held; a failed result when another writer keeps it."""
+        lock = self._engine.lock(tx.scope)
+        try:
+            lock.acquire()
+        except LockBusy as e:
+            return UndoResult(transaction_id=tx.id, status=UndoStatus.FAILED, message=str(e))
+        return lock
 
     def _undo_locked(
         self,
@@ -266,11 +273,9 @@ class Undoer:
     def _finish_held(self, tx: TransactionRecord, *, actor: str) -> UndoResult:
         """Finish the rollback of a held transaction: restore what is left on its stack,
         then measure. Still held (the cluster still cannot be read) is a failure to say."""
-        try:
-            lock = self._engine.lock(tx.scope)
-            lock.acquire()
-        except LockBusy as e:
-            return UndoResult(transaction_id=tx.id, status=UndoStatus.FAILED, message=str(e))
+        lock = self._lock(tx)
+        if isinstance(lock, UndoResult):
+            return lock
         try:
             fresh = self._ledger.transaction(tx.id)  # another worker may have finished it
             if fresh.status is not TransactionStatus.HELD:

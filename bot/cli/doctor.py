@@ -44,7 +44,6 @@ def run_checks(settings: Settings) -> list[Check]:
     fast.)"""
     from slack_sdk import WebClient
 
-    from agents.adapters.kubernetes_cluster import KubernetesCluster
     from agents.errors import ClusterError
     from bot.doctor import (
         Check,
@@ -57,6 +56,7 @@ def run_checks(settings: Settings) -> list[Check]:
         check_slack,
         check_webhook,
     )
+    from bot.services import connect_cluster
     from storage.migrations import current, head
 
     checks: list[Check] = []
@@ -78,12 +78,7 @@ def run_checks(settings: Settings) -> list[Check]:
     namespaces = _namespaces(settings)
     cluster = None
     try:
-        cluster = KubernetesCluster.connect(
-            kubeconfig=settings.kubernetes.kubeconfig,
-            context=settings.kubernetes.context,
-            cluster_name=settings.kubernetes.cluster_name,
-            deadline=settings.kubernetes.deadline,
-        )
+        cluster = connect_cluster(settings.kubernetes)
         where = ", ".join(namespaces) if namespaces else "cluster-wide (no namespaces configured)"
         checks.append(
             Check(name="kubernetes", verdict=CheckStatus.OK, detail=f"configured; checking {where}")
