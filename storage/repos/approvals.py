@@ -51,8 +51,7 @@ class ApprovalRepository(Repository):
             .where(col(ApprovalRow.plan_id) == plan_id)
             .order_by(col(ApprovalRow.created_at), col(ApprovalRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredApproval)
+        return self._all(query, StoredApproval)
 
     def list_valid(self, plan_id: str, content_hash: str, at: datetime) -> list[StoredApproval]:
         """Approvals of exactly these contents, given by `at` and not expired at `at`."""

@@ -3,6 +3,7 @@ rows and back, and the dialect-specific INSERT that both databases support for u
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable
 from dataclasses import fields
 from datetime import datetime
@@ -10,9 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import SQLModel, col
+from sqlmodel import SQLModel, col, update
 
 from storage.db import Database
+from storage.errors import NotFound
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -22,6 +24,8 @@ RecordT = TypeVar("RecordT", bound="DataclassInstance")
 
 Upsert = postgresql.Insert | sqlite.Insert
 
+logger = logging.getLogger(__name__)
+
 
 class Repository:
     def __init__(self, db: Database) -> None:
@@ -30,6 +34,57 @@ class Repository:
     @property
     def db(self) -> Database:
         return self._db
+
+    def _add(self, record: RecordT, model: type[SQLModel]) -> RecordT:
+        """Insert `record` as a new row: the stored record, ids and defaults filled in."""
+        row = row_of(record, model)
+        with self._db.write() as s:
+            s.add(row)
+            s.flush()
+            return record_of(row, type(record))
+
+    def _fetch(self, model: type[SQLModel], key: object, kind: type[RecordT], what: str) -> RecordT:
+        """The record with primary key `key`. Raises `NotFound` naming `what`."""
+        with self._db.read() as s:
+            row = s.get(model, key)
+        if row is None:
+            raise NotFound(what)
+        return record_of(row, kind)
+
+    def _all(self, query: Any, kind: type[RecordT]) -> list[RecordT]:
+        """The records of every row `query` selects, in its order."""
+        with self._db.read() as s:
+            return records_of(s.exec(query), kind)
+
+    def _set_status(
+        self,
+        model: type[SQLModel],
+        key: str,
+        values: dict[str, Any],
+        expected: str | Collection[str] | None,
+        what: str,
+    ) -> bool:
+        """Compare-and-set: write `values` (a new `status` among them) to the row with id
+        `key` if its status is still one of `expected` (any, when None). False when it moved
+        on; exactly one of several concurrent callers wins. Raises `NotFound` naming `what`."""
+        table = table_of(model)
+        with self._db.write() as s:
+            statement = update(table).where(table.c.id == key)
+            if expected is not None:
+                statement = statement.where(table.c.status.in_(as_tuple(expected)))
+            if s.exec(statement.values(**values)).rowcount == 1:
+                return True
+            current = s.get(model, key)
+            if current is None:
+                raise NotFound(what)
+            logger.info(
+                "%s: not set to %s, it is %s (expected %s)",
+                what,
+                values["status"],
+                current.model_dump()["status"],
+                expected,
+            )
+            return False
 
     def _insert(self, model: type[SQLModel]) -> Upsert:
         """An INSERT with `on_conflict_do_nothing` / `on_conflict_do_update`."""

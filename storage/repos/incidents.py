@@ -78,8 +78,7 @@ class IncidentRepository(Repository):
             .where(col(IncidentRow.state).in_(states))
             .order_by(col(IncidentRow.opened_at), col(IncidentRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredIncident)
+        return self._all(query, StoredIncident)
 
     def find_open_by_group_key(self, group_key: str) -> StoredIncident | None:
         """The newest open incident whose alerts share `group_key`."""
@@ -117,8 +116,7 @@ class IncidentRepository(Repository):
         query = select(IncidentRow).where(col(IncidentRow.state) == INCIDENT_CLOSED)
         query = narrowed(query, IncidentRow, since=since, at="closed_at", cluster=cluster)
         query = query.order_by(col(IncidentRow.closed_at).desc(), col(IncidentRow.id)).limit(limit)
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredIncident)
+        return self._all(query, StoredIncident)
 
     # ------------------------------------------------------------------------- state changes
 
@@ -233,11 +231,7 @@ class IncidentRepository(Repository):
 
     def add_event(self, event: StoredTimelineEvent) -> StoredTimelineEvent:
         """A timeline line that is not a state change (a note, an alert, an approval)."""
-        row = row_of(event, TimelineEventRow)
-        with self._db.write() as s:
-            s.add(row)
-            s.flush()
-            return record_of(row, StoredTimelineEvent)
+        return self._add(event, TimelineEventRow)
 
     def timeline(self, incident_id: str) -> list[StoredTimelineEvent]:
         query = (
@@ -245,8 +239,7 @@ class IncidentRepository(Repository):
             .where(col(TimelineEventRow.incident_id) == incident_id)
             .order_by(col(TimelineEventRow.at), col(TimelineEventRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredTimelineEvent)
+        return self._all(query, StoredTimelineEvent)
 
     # ------------------------------------------------------------------------- alerts
 
@@ -292,8 +285,7 @@ class IncidentRepository(Repository):
             .where(col(IncidentAlertRow.incident_id) == incident_id)
             .order_by(col(IncidentAlertRow.first_seen), col(IncidentAlertRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredAlert)
+        return self._all(query, StoredAlert)
 
 
 def _get(s: Session, incident_id: str, *, populate: bool = False) -> StoredIncident:

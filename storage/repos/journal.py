@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlmodel import col, select
 
 from storage.records import StoredJournalEntry
-from storage.repos.base import Repository, narrowed, record_of, records_of, row_of
+from storage.repos.base import Repository, narrowed, record_of, row_of
 from storage.tables import JournalEntryRow
 
 DELETED = "DELETED"
@@ -48,8 +48,7 @@ class JournalRepository(Repository):
         )
         query = narrowed(query, JournalEntryRow, since=since, until=until, kind=kind, name=name)
         query = query.order_by(col(JournalEntryRow.at), col(JournalEntryRow.id)).limit(limit)
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredJournalEntry)
+        return self._all(query, StoredJournalEntry)
 
     def last_known_good(
         self, cluster: str, namespace: str, kind: str, name: str, *, before: datetime

@@ -4,18 +4,14 @@ starts."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlmodel import col, select, update
+from sqlmodel import col, select
 
-from storage.errors import NotFound
 from storage.records import StoredPlan
-from storage.repos.base import Repository, as_tuple, given, narrowed, record_of, records_of, row_of
+from storage.repos.base import Repository, given, narrowed, record_of, row_of
 from storage.tables import PlanRow
-
-logger = logging.getLogger(__name__)
 
 
 class PlanRepository(Repository):
@@ -31,11 +27,7 @@ class PlanRepository(Repository):
             return [record_of(row, StoredPlan) for row in rows]
 
     def get(self, plan_id: str) -> StoredPlan:
-        with self._db.read() as s:
-            row = s.get(PlanRow, plan_id)
-        if row is None:
-            raise NotFound(f"plan {plan_id}")
-        return record_of(row, StoredPlan)
+        return self._fetch(PlanRow, plan_id, StoredPlan, f"plan {plan_id}")
 
     def list_for_incident(
         self, incident_id: str, *, attempt: int | None = None
@@ -44,8 +36,7 @@ class PlanRepository(Repository):
         query = select(PlanRow).where(col(PlanRow.incident_id) == incident_id)
         query = narrowed(query, PlanRow, attempt=attempt)
         query = query.order_by(col(PlanRow.attempt), col(PlanRow.rank), col(PlanRow.created_at))
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredPlan)
+        return self._all(query, StoredPlan)
 
     def list_by_status(self, *statuses: str) -> list[StoredPlan]:
         query = (
@@ -53,8 +44,7 @@ class PlanRepository(Repository):
             .where(col(PlanRow.status).in_(statuses))
             .order_by(col(PlanRow.created_at), col(PlanRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredPlan)
+        return self._all(query, StoredPlan)
 
     def set_status(
         self,
@@ -72,20 +62,4 @@ class PlanRepository(Repository):
             "status": status,
             **given(decided_at=decided_at, decided_by=decided_by, reject_reason=reject_reason),
         }
-        with self._db.write() as s:
-            statement = update(PlanRow).where(col(PlanRow.id) == plan_id)
-            if expected is not None:
-                statement = statement.where(col(PlanRow.status).in_(as_tuple(expected)))
-            if s.exec(statement.values(**values)).rowcount == 1:
-                return True
-            current = s.get(PlanRow, plan_id)
-            if current is None:
-                raise NotFound(f"plan {plan_id}")
-            logger.info(
-                "plan %s: not set to %s, it is %s (expected %s)",
-                plan_id,
-                status,
-                current.status,
-                expected,
-            )
-            return False
+        return self._set_status(PlanRow, plan_id, values, expected, f"plan {plan_id}")

@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select, update
 
 from storage.errors import NotFound
 from storage.records import StoredSlackMessage
-from storage.repos.base import Repository, given, narrowed, record_of, records_of, values_of
+from storage.repos.base import Repository, given, narrowed, record_of, values_of
 from storage.tables import SlackMessageRow
 
 
@@ -48,8 +48,7 @@ class SlackMessageRepository(Repository):
             select(SlackMessageRow), SlackMessageRow, incident_id=incident_id, kind=kind, ref=ref
         )
         query = query.order_by(col(SlackMessageRow.created_at), col(SlackMessageRow.id))
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredSlackMessage)
+        return self._all(query, StoredSlackMessage)
 
     def update(
         self,

@@ -3,7 +3,6 @@ need (which transactions were cut short; which committed ones touch a scope)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection
 from datetime import datetime
 from typing import Any
@@ -12,27 +11,19 @@ from sqlmodel import col, select, update
 
 from storage.errors import NotFound
 from storage.records import StoredTransaction
-from storage.repos.base import Repository, as_tuple, given, record_of, records_of, row_of
+from storage.repos.base import Repository, given, record_of
 from storage.tables import TransactionRow
 from storage.vocabulary import TRANSACTION_COMMITTED, TRANSACTION_INTERRUPTED
-
-logger = logging.getLogger(__name__)
 
 
 class TransactionRepository(Repository):
     def create(self, transaction: StoredTransaction) -> StoredTransaction:
-        row = row_of(transaction, TransactionRow)
-        with self._db.write() as s:
-            s.add(row)
-            s.flush()
-            return record_of(row, StoredTransaction)
+        return self._add(transaction, TransactionRow)
 
     def get(self, transaction_id: str) -> StoredTransaction:
-        with self._db.read() as s:
-            row = s.get(TransactionRow, transaction_id)
-        if row is None:
-            raise NotFound(f"transaction {transaction_id}")
-        return record_of(row, StoredTransaction)
+        return self._fetch(
+            TransactionRow, transaction_id, StoredTransaction, f"transaction {transaction_id}"
+        )
 
     def set_status(
         self,
@@ -55,23 +46,9 @@ class TransactionRepository(Repository):
         }
         if mu_after_unknown:
             values["mu_after"] = None
-        with self._db.write() as s:
-            statement = update(TransactionRow).where(col(TransactionRow.id) == transaction_id)
-            if expected is not None:
-                statement = statement.where(col(TransactionRow.status).in_(as_tuple(expected)))
-            if s.exec(statement.values(**values)).rowcount == 1:
-                return True
-            current = s.get(TransactionRow, transaction_id)
-            if current is None:
-                raise NotFound(f"transaction {transaction_id}")
-            logger.info(
-                "transaction %s: not set to %s, it is %s (expected %s)",
-                transaction_id,
-                status,
-                current.status,
-                expected,
-            )
-            return False
+        return self._set_status(
+            TransactionRow, transaction_id, values, expected, f"transaction {transaction_id}"
+        )
 
     def set_figures(
         self,
@@ -110,8 +87,7 @@ class TransactionRepository(Repository):
             .where(col(TransactionRow.status).in_(TRANSACTION_INTERRUPTED))
             .order_by(col(TransactionRow.started_at), col(TransactionRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredTransaction)
+        return self._all(query, StoredTransaction)
 
     def list_committed_for_scope(self, cluster: str, namespace: str) -> list[StoredTransaction]:
         """Committed transactions of a scope, newest first (the order they must be undone)."""
@@ -122,8 +98,7 @@ class TransactionRepository(Repository):
             .where(col(TransactionRow.status) == TRANSACTION_COMMITTED)
             .order_by(col(TransactionRow.started_at).desc(), col(TransactionRow.id).desc())
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredTransaction)
+        return self._all(query, StoredTransaction)
 
     def list_for_incident(self, incident_id: str) -> list[StoredTransaction]:
         query = (
@@ -131,5 +106,4 @@ class TransactionRepository(Repository):
             .where(col(TransactionRow.incident_id) == incident_id)
             .order_by(col(TransactionRow.started_at), col(TransactionRow.id))
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredTransaction)
+        return self._all(query, StoredTransaction)

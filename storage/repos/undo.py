@@ -19,7 +19,7 @@ from sqlmodel import Session, col, func, select, update
 
 from storage.errors import NotFound
 from storage.records import StoredUndoEntry
-from storage.repos.base import Repository, given, record_of, records_of, row_of
+from storage.repos.base import Repository, given, record_of, row_of
 from storage.tables import TransactionRow, UndoEntryRow
 from storage.vocabulary import (
     TRANSACTION_COMMITTED,
@@ -64,11 +64,7 @@ class UndoRepository(Repository):
             return record_of(row, StoredUndoEntry)
 
     def get(self, entry_id: str) -> StoredUndoEntry:
-        with self._db.read() as s:
-            row = s.get(UndoEntryRow, entry_id)
-        if row is None:
-            raise NotFound(f"undo entry {entry_id}")
-        return record_of(row, StoredUndoEntry)
+        return self._fetch(UndoEntryRow, entry_id, StoredUndoEntry, f"undo entry {entry_id}")
 
     def mark_applied(
         self,
@@ -133,8 +129,7 @@ class UndoRepository(Repository):
             .where(col(UndoEntryRow.transaction_id) == transaction_id)
             .order_by(col(UndoEntryRow.seq).desc())
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredUndoEntry)
+        return self._all(query, StoredUndoEntry)
 
     def committed_stack(self, targets: Iterable[ObjectKey]) -> list[StoredUndoEntry]:
         """Applied entries of committed transactions on any of `targets`, across
@@ -154,8 +149,7 @@ class UndoRepository(Repository):
                 col(UndoEntryRow.seq).desc(),
             )
         )
-        with self._db.read() as s:
-            return records_of(s.exec(query), StoredUndoEntry)
+        return self._all(query, StoredUndoEntry)
 
     def later_transactions(self, transaction_id: str) -> list[str]:
         """Committed transactions started after `transaction_id` that changed any object it
