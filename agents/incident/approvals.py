@@ -12,7 +12,7 @@ import logging
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from agents.incident.events import ApprovalRecorded, PlanRejected, Undone
@@ -75,18 +75,31 @@ class Approvals:
         reason: str,
         **detail: object,
     ) -> Decision:
-        self._store.audit.append(
-            StoredAudit(
-                at=self._clock.now(),
-                actor=person.user_id,
-                verb=AuditVerb.REFUSE,
-                incident_id=incident_id,
-                scope=scope.key if scope else None,
-                detail={"reason": reason, **detail},
-            )
+        self._audit(
+            AuditVerb.REFUSE, person, scope, incident_id, self._clock.now(), reason=reason, **detail
         )
         logger.info("refused %s: %s", person.user_id, reason)
         return Decision(verdict=Verdict.REFUSED, message=reason)
+
+    def _audit(
+        self,
+        verb: AuditVerb,
+        person: Person,
+        scope: Scope | None,
+        incident_id: str | None,
+        at: datetime,
+        **detail: object,
+    ) -> None:
+        self._store.audit.append(
+            StoredAudit(
+                at=at,
+                actor=person.user_id,
+                verb=verb,
+                incident_id=incident_id,
+                scope=scope.key if scope else None,
+                detail=dict(detail),
+            )
+        )
 
     def _refuse_plan(self, person: Person, incident: Incident, plan: Plan, reason: str) -> Decision:
         return self._refuse(person, incident.scope, incident.id, reason, plan=plan.id)
@@ -143,15 +156,14 @@ class Approvals:
                 expires_at=expires,
             )
         )
-        self._store.audit.append(
-            StoredAudit(
-                at=now,
-                actor=person.user_id,
-                verb=AuditVerb.APPROVE,
-                incident_id=incident.id,
-                scope=incident.scope.key,
-                detail={"plan": plan.id, "hash": plan.content_hash},
-            )
+        self._audit(
+            AuditVerb.APPROVE,
+            person,
+            incident.scope,
+            incident.id,
+            now,
+            plan=plan.id,
+            hash=plan.content_hash,
         )
         count = self._store.approvals.count_valid(plan.id, plan.content_hash, now)
         needed = policy.approvals_needed(plan.risk)
@@ -221,15 +233,8 @@ class Approvals:
             return Decision(
                 verdict=Verdict.ALREADY, message="This plan was decided meanwhile.", plan=plan
             )
-        self._store.audit.append(
-            StoredAudit(
-                at=now,
-                actor=person.user_id,
-                verb=AuditVerb.REJECT,
-                incident_id=incident.id,
-                scope=incident.scope.key,
-                detail={"plan": plan.id, "reason": reason},
-            )
+        self._audit(
+            AuditVerb.REJECT, person, incident.scope, incident.id, now, plan=plan.id, reason=reason
         )
         # The machine takes the decision (AWAITING_APPROVAL → PLANNING) on its next drive.
         self._m.notifier.notify(
