@@ -95,5 +95,32 @@ def workload_suspect(
     )
 
 
+#: The workload field that lists its containers (a Deployment's and a StatefulSet's alike).
+CONTAINERS = "spec.template.spec.containers"
+
+
+def container_suspect(
+    facts: Facts,
+    service: str,
+    container: ContainerSpec | None,
+    field: str,
+    current: object,
+    *,
+    touch_pattern: str,
+    reason: str,
+) -> tuple[Suspect, list[Touch]]:
+    """A suspect `field` of one of the workload's containers (the first when none is named),
+    with the recorded changes matching `touch_pattern`."""
+    return workload_suspect(
+        facts,
+        service,
+        f"{CONTAINERS}[{container.index if container else 0}].{field}",
+        current,
+        touch_pattern=touch_pattern,
+        container=container,
+        reason=reason,
+    )
+
+
 def touch_keys(touches: list[Touch]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.key for t in touches))

@@ -30,14 +30,12 @@ from agents.diagnosis.candidate import (
     VIRT_NETWORK,
     Candidate,
     container_of,
+    container_suspect,
     touch_keys,
-    workload_suspect,
 )
 from agents.diagnosis.facts import Facts
 from agents.diagnosis.netpolicy import denied, guarding
 from agents.diagnosis.signs import Sign
-
-_C = "spec.template.spec.containers"
 
 
 def oom_after_release(facts: Facts, service: str) -> Iterator[Candidate]:
@@ -52,14 +50,13 @@ def oom_after_release(facts: Facts, service: str) -> Iterator[Candidate]:
     if not images:
         return
     c = container_of(facts, service, frozenset({"OOMKilled"}))
-    index = c.index if c else 0
-    suspect, touches = workload_suspect(
+    suspect, touches = container_suspect(
         facts,
         service,
-        f"{_C}[{index}].image",
+        c,
+        "image",
         c.image if c else None,
         touch_pattern=r"image",
-        container=c,
         reason="the new image outgrows the memory limit the old one ran within",
     )
     limit = f" {c.memory_limit_bytes // (1024 * 1024)}Mi" if c and c.memory_limit_bytes else ""

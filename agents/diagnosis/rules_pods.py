@@ -12,10 +12,12 @@ from datetime import timedelta
 from agents.diagnosis.candidate import (
     APP_CODE,
     APP_MISCONFIG,
+    CONTAINERS,
     VIRT_MISCONFIG,
     VIRT_OPERATION,
     Candidate,
     container_of,
+    container_suspect,
     touch_keys,
     touch_suspect,
     workload_suspect,
@@ -29,22 +31,14 @@ from agents.diagnosis.state import CONFIG_REASONS, PULL_REASONS, START_REASONS
 from agents.diagnosis.suspect import Suspect
 from agents.model import WorkloadState
 
-_C = "spec.template.spec.containers"
-
 
 def _image_suspect(
     facts: Facts, service: str, c: ContainerSpec | None, *, reason: str
 ) -> tuple[Suspect, list[Touch]]:
     """The suspect when a container's image is to blame: that container's image field (the
     first container's when none is named), and the recorded changes that touched an image."""
-    return workload_suspect(
-        facts,
-        service,
-        f"{_C}[{c.index if c else 0}].image",
-        c.image if c else None,
-        touch_pattern=r"image",
-        container=c,
-        reason=reason,
+    return container_suspect(
+        facts, service, c, "image", c.image if c else None, touch_pattern=r"image", reason=reason
     )
 
 
@@ -112,7 +106,7 @@ def start_failure(facts: Facts, service: str) -> Iterator[Candidate]:
     c = container_of(facts, service, START_REASONS)
     index = c.index if c else 0
     touched_args = facts.touched(None, service, r"\.args")
-    field = f"{_C}[{index}].args" if touched_args else f"{_C}[{index}].command"
+    field = f"{CONTAINERS}[{index}].args" if touched_args else f"{CONTAINERS}[{index}].command"
     current = (c.args if touched_args else c.command) if c else None
     suspect, touches = workload_suspect(
         facts,
@@ -162,7 +156,7 @@ def config_error(facts: Facts, service: str) -> Iterator[Candidate]:
             kind="Deployment",
             namespace=facts.ns,
             name=service,
-            field=f"{_C}[{c.index}].env",
+            field=f"{CONTAINERS}[{c.index}].env",
             container=c.name,
             reason=message,
         )
@@ -184,14 +178,13 @@ def oom(facts: Facts, service: str) -> Iterator[Candidate]:
     if not s.oom and Sign.OOM not in signs:
         return
     c = container_of(facts, service, frozenset({"OOMKilled"}))
-    index = c.index if c else 0
-    suspect, touches = workload_suspect(
+    suspect, touches = container_suspect(
         facts,
         service,
-        f"{_C}[{index}].resources.limits.memory",
+        c,
+        "resources.limits.memory",
         c.memory_limit_bytes if c else None,
         touch_pattern=r"limits.*memory|resources",
-        container=c,
         reason="containers are OOMKilled",
     )
     yield Candidate(
@@ -413,7 +406,7 @@ def _requests_blocker(text: str, spec: WorkloadSpec | None) -> _Blocker:
     c = spec.containers[0] if spec and spec.containers else None
     resource = "cpu" if re.search(r"insufficient cpu", text, re.I) else "memory"
     return _Blocker(
-        field=f"{_C}[{c.index if c else 0}].resources.requests.{resource}",
+        field=f"{CONTAINERS}[{c.index if c else 0}].resources.requests.{resource}",
         current=(
             (c.cpu_request_millis if resource == "cpu" else c.memory_request_bytes) if c else None
         ),

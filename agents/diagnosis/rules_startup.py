@@ -17,6 +17,7 @@ from agents.diagnosis.candidate import (
     VIRT_MISCONFIG,
     Candidate,
     container_of,
+    container_suspect,
     touch_keys,
     workload_suspect,
 )
@@ -50,14 +51,13 @@ def pull_unauthorized(facts: Facts, service: str) -> Iterator[Candidate]:
     if not refused or len(refused) < len(pulls):
         return  # some pulls fail for another reason: the image-pull rule reads those
     c = container_of(facts, service, PULL_REASONS)
-    index = c.index if c else 0
-    suspect, touches = workload_suspect(
+    suspect, touches = container_suspect(
         facts,
         service,
-        f"spec.template.spec.containers[{index}].image",
+        c,
+        "image",
         c.image if c else None,
         touch_pattern=r"image|imagePullSecrets",
-        container=c,
         reason="the registry refuses the pull without credentials the pod does not have",
     )
     yield Candidate(

@@ -15,9 +15,9 @@ from agents.diagnosis.candidate import (
     VIRT_MISCONFIG,
     VIRT_NETWORK,
     Candidate,
+    container_suspect,
     touch_keys,
     touch_suspect,
-    workload_suspect,
 )
 from agents.diagnosis.changes import json_diff
 from agents.diagnosis.facts import STRATUS_MANAGER, Blame, Facts, Touch
@@ -26,7 +26,6 @@ from agents.diagnosis.observe import ServiceSpec
 from agents.diagnosis.signs import Sign, edit_distance
 from agents.diagnosis.suspect import Suspect
 
-_C = "spec.template.spec.containers"
 _CREDENTIAL = r"pass|user|cred|secret|auth|token|key"
 
 
@@ -337,13 +336,13 @@ def cpu_throttling(facts: Facts, service: str) -> Iterator[Candidate]:
         return
     spec = facts.obs.specs.get(service)
     c = spec.containers[0] if spec and spec.containers else None
-    suspect, touches = workload_suspect(
+    suspect, touches = container_suspect(
         facts,
         service,
-        f"{_C}[{c.index if c else 0}].resources.limits.cpu",
+        c,
+        "resources.limits.cpu",
         c.cpu_limit_millis if c else None,
         touch_pattern=r"limits.*cpu|resources",
-        container=c,
         reason="CPU limit below demand",
     )
     yield Candidate(
