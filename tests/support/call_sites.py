@@ -50,6 +50,8 @@ CLIENT_IMPORTS = {
     KUBE: "kube rule",
     PROMETHEUS: "prometheus rule",
     ANTHROPIC: "anthropic rule",
+    "agents/adapters/retry.py": "urllib3's Retry policy the kube and prometheus adapters share: "
+    "it builds no connection",
     "storage/db.py": "database rule (sqlite3 for its error type and the WAL pragma)",
     "bot/doctor.py": "operator command: `stratus doctor` probes (see OPERATOR_COMMANDS)",
     "bot/cli/lab_commands.py": "operator command: talks to the local lab, not a service",
