@@ -144,13 +144,13 @@ def probe_misaimed(facts: Facts, service: str) -> Iterator[Candidate]:
     if not declared or not dialled:
         return
     c = spec.containers[0]
-    suspect, touches = workload_suspect(
+    suspect, touches = container_suspect(
         facts,
         service,
-        f"spec.template.spec.containers[{c.index}].readinessProbe",
+        c,
+        "readinessProbe",
         None,
         touch_pattern=r"readinessProbe|startupProbe",
-        container=c,
         reason=f"the probe dials port {dialled[0]}, which the container does not serve",
     )
     yield Candidate(
